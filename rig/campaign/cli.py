@@ -1,0 +1,73 @@
+"""`rig campaign plan FILE` and `rig campaign run FILE`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rig.errors import InputError
+
+
+def _fmt_duration(seconds: float) -> str:
+    m, s = divmod(int(seconds), 60)
+    h, m = divmod(m, 60)
+    return f"{h}h {m:02d}m {s:02d}s" if h else f"{m}m {s:02d}s"
+
+
+@click.group()
+def campaign() -> None:
+    """Plan and run measurement campaigns."""
+
+
+@campaign.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
+def plan(file: Path, as_json: bool) -> None:
+    """Validate FILE, expand it into runs and estimate the duration."""
+    import json
+
+    from rig.campaign.estimate import plan_seconds, run_seconds
+    from rig.campaign.model import load_campaign
+    from rig.campaign.plan import expand
+
+    c = load_campaign(file)
+    p = expand(c, str(file))
+    if as_json:
+        click.echo(json.dumps(p.to_dict(), indent=2))
+        return
+    click.echo(f"campaign {c.name}: {len(p.runs)} runs, seed {c.seed}, blocks by {', '.join(c.blocking) or 'none'}")
+    click.echo(f"{'#':>4}  {'run id':<44} {'block':<10} {'est.':>6}")
+    for r in p.runs:
+        click.echo(f"{r.index + 1:>4}  {r.run_id:<44} {r.block:<10} {run_seconds(r, c.lte_profile):5.1f}s")
+    click.echo(f"estimated duration: {_fmt_duration(plan_seconds(p))}")
+
+
+@campaign.command()
+@click.argument("file", type=click.Path(path_type=Path))
+@click.option("--rig", "rig_kind", default="emulated", show_default=True,
+              help="'emulated', or the path of an inventory of a physical rig.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+              help="Directory that holds the campaign directories.")
+@click.option("--resume", is_flag=True, help="Finish the newest interrupted run of this campaign (a new one if none).")
+@click.option("--prefix", default="rig", show_default=True, help="Name prefix of the emulated rig's namespaces.")
+@click.option("--keep-up", is_flag=True, help="Leave the emulated rig up afterwards.")
+def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool) -> None:
+    """Execute the campaign in FILE and record every run."""
+    from rig.campaign.runner import Stopped, run_campaign
+
+    if rig_kind != "emulated":
+        if not Path(rig_kind).is_file():
+            raise InputError("--rig", "rig", f"{rig_kind!r} is neither 'emulated' nor an inventory file")
+        raise click.ClickException("physical rigs are driven through ansible/campaign.yml (SSH transport)")
+    try:
+        result = run_campaign(file, out, resume=resume, prefix=prefix, keep_up=keep_up)
+    except Stopped as e:
+        click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
+        raise SystemExit(130)
+    c = result.counts
+    overhead = (result.wall_s - result.transfer_s) / result.wall_s if result.ran and result.wall_s else 0.0
+    click.echo(f"{result.store.root}: {c['ok']} ok, {c['invalid']} invalid, {c['failed']} failed"
+               f" ({result.skipped} recorded earlier); {_fmt_duration(result.wall_s)} wall,"
+               f" orchestration overhead {overhead:.1%}")
+    click.echo(f"runs table: {result.store.root / 'runs.parquet'}")

@@ -1,0 +1,153 @@
+"""The campaign file: a typed model, and loading that reports bad input as one line.
+
+A campaign is a full-factorial matrix (setups x factors) repeated `repetitions` times. Its
+`blocking` factors group runs so expensive reconfigurations (re-wiring receivers for another
+setup, restarting radios for another WiFi standard) happen once per block, while the order
+of runs inside a block is shuffled with the recorded `seed`.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+
+from rig.emu.topology import SETUPS, Setup
+from rig.errors import InputError
+from rig.units import parse_size
+
+Homing = Literal["dual", "lte", "wifi"]
+FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "rcvbuf", "wifi_standard")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Factors(_Strict):
+    """Each factor lists the levels to try; the matrix is their full product."""
+
+    cc: list[str] = Field(default=["cubic"], min_length=1)
+    connections: list[int] = Field(default=[1], min_length=1)
+    volume: list[int] = Field(default=[15_000_000], min_length=1)
+    rcvbuf: list[int] = Field(default=[1_000_000], min_length=1)
+    wifi_standard: list[str] = Field(default=["n5"], min_length=1)
+    homing: list[Homing] = Field(default=["dual"], min_length=1)
+
+    @field_validator("volume", "rcvbuf", mode="before")
+    @classmethod
+    def _sizes(cls, v: object) -> object:
+        if isinstance(v, list):
+            return [parse_size(x) for x in v]
+        return v
+
+    @field_validator("connections")
+    @classmethod
+    def _connections(cls, v: list[int]) -> list[int]:
+        if any(c < 1 or c > 128 for c in v):
+            raise ValueError("each level must be 1..128")
+        return v
+
+    @field_validator("volume", "rcvbuf")
+    @classmethod
+    def _positive(cls, v: list[int]) -> list[int]:
+        if any(x <= 0 for x in v):
+            raise ValueError("each level must be a positive size")
+        return v
+
+    @field_validator("cc")
+    @classmethod
+    def _cc_names(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if not name.isidentifier() or len(name) > 15:
+                raise ValueError(f"{name!r} is not a congestion control name")
+        return v
+
+
+class LinkOverride(_Strict):
+    """Per-path impairments on top of the radio profile (seed 003's lossy links)."""
+
+    rate_bps: float | None = Field(default=None, gt=0)
+    delay_ms: float | None = Field(default=None, ge=0)
+    jitter_ms: float | None = Field(default=None, ge=0)
+    loss_pct: float | None = Field(default=None, ge=0, le=100)
+
+
+class Limits(_Strict):
+    run_timeout_s: float = Field(default=300, gt=0)
+    max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
+    sample_hz: float = Field(default=20, ge=1, le=200)
+    min_path_share: float = Field(default=0.005, ge=0, lt=0.5)  # below this a path "was not used"
+
+
+class Campaign(_Strict):
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
+    description: str = ""
+    setups: list[Setup] = Field(default=list(SETUPS), min_length=1)
+    pairs: int = Field(default=5, ge=1, le=40)
+    repetitions: int = Field(default=1, ge=1, le=1000)
+    seed: int = Field(default=1, ge=0)
+    blocking: list[str] = Field(default=["setup", "wifi_standard"])
+    factors: Factors = Factors()
+    lte_profile: str = "band7-10mhz"
+    links: dict[Literal["wifi", "lte"], LinkOverride] = {}
+    limits: Limits = Limits()
+
+    @field_validator("setups")
+    @classmethod
+    def _unique_setups(cls, v: list[Setup]) -> list[Setup]:
+        if len(set(v)) != len(v):
+            raise ValueError("setups are listed twice")
+        return v
+
+    @field_validator("blocking")
+    @classmethod
+    def _blocking(cls, v: list[str]) -> list[str]:
+        for name in v:
+            if name not in FACTOR_NAMES:
+                raise ValueError(f"{name!r} is not a factor (one of {', '.join(FACTOR_NAMES)})")
+        return v
+
+    @model_validator(mode="after")
+    def _levels_unique(self) -> "Campaign":
+        for name, levels in self.factors:
+            if len(set(levels)) != len(levels):
+                raise ValueError(f"factors.{name} lists a level twice")
+        return self
+
+
+def _location(loc: tuple) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_campaign(text: str, source: str) -> Campaign:
+    try:
+        data = yaml.safe_load(text)
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        where = f"line {mark.line + 1}" if mark else "(file)"
+        raise InputError(source, where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    if not isinstance(data, dict):
+        raise InputError(source, "(top level)", "expected a mapping of campaign fields")
+    try:
+        return Campaign.model_validate(data)
+    except ValidationError as e:
+        err = e.errors()[0]
+        field = _location(tuple(err["loc"]))
+        msg = err["msg"].removeprefix("Value error, ")
+        if err["type"] == "extra_forbidden":
+            msg = "unknown field"
+        raise InputError(source, field, msg) from None
+
+
+def load_campaign(path: Path) -> Campaign:
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise InputError(str(path), "(file)", e.strerror or str(e)) from None
+    return parse_campaign(text, str(path))

@@ -1,0 +1,120 @@
+"""Expanding a campaign into its ordered, deterministic list of runs.
+
+Runs are the full product of setups x factors x repetitions. They are grouped into blocks by
+the campaign's blocking factors (blocks in the order the levels are listed), and shuffled
+inside each block with a generator seeded from the campaign's seed and the block, so the same
+file always gives the same plan, on any machine.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import random
+from dataclasses import asdict, dataclass
+
+from rig.campaign.model import Campaign
+from rig.errors import InputError
+from rig.units import format_size
+
+
+@dataclass(frozen=True)
+class Run:
+    run_id: str
+    index: int  # position in the campaign's execution order
+    block: str
+    setup: str
+    homing: str
+    cc: str
+    connections: int
+    volume_bytes: int
+    rcvbuf_bytes: int
+    wifi_standard: str
+    repetition: int
+    pairs: int
+
+    def to_dict(self) -> dict:
+        return asdict(self)
+
+    @property
+    def radio_key(self) -> tuple[str, str]:
+        """What the radios must be (re)built for: changing it restarts the emulator."""
+        return (self.setup, self.wifi_standard)
+
+
+@dataclass(frozen=True)
+class Plan:
+    campaign: Campaign
+    runs: tuple[Run, ...]
+
+    @property
+    def digest(self) -> str:
+        """Identifies the plan: a resumed campaign must have the same one."""
+        body = json.dumps([r.to_dict() for r in self.runs], sort_keys=True).encode()
+        return hashlib.sha256(body).hexdigest()[:16]
+
+    def to_dict(self) -> dict:
+        return {
+            "campaign": self.campaign.name,
+            "seed": self.campaign.seed,
+            "digest": self.digest,
+            "runs": [r.to_dict() for r in self.runs],
+        }
+
+
+def _run_id(levels: dict, repetition: int) -> str:
+    return "-".join(
+        [
+            levels["setup"],
+            levels["homing"],
+            levels["cc"],
+            f"c{levels['connections']}",
+            format_size(levels["volume"]),
+            "b" + format_size(levels["rcvbuf"]),
+            levels["wifi_standard"],
+            f"{repetition:02d}",
+        ]
+    )
+
+
+def expand(campaign: Campaign, source: str = "campaign") -> Plan:
+    from rig.profiles import wifi_profiles
+
+    known = set(wifi_profiles())
+    for i, std in enumerate(campaign.factors.wifi_standard):
+        if std not in known:
+            raise InputError(source, f"factors.wifi_standard[{i}]", f"unknown WiFi profile {std!r} (known: {', '.join(sorted(known))})")
+
+    levels = {"setup": campaign.setups, **{name: values for name, values in campaign.factors}}
+    names = list(levels)
+    cells = [dict(zip(names, combo)) for combo in itertools.product(*levels.values())]
+
+    blocks: dict[tuple, list[tuple[dict, int]]] = {}
+    for cell in cells:
+        key = tuple(cell[b] for b in campaign.blocking)
+        for rep in range(1, campaign.repetitions + 1):
+            blocks.setdefault(key, []).append((cell, rep))
+
+    runs: list[Run] = []
+    for key, members in blocks.items():
+        block = "/".join(str(k) for k in key) or "all"
+        random.Random(f"{campaign.seed}:{block}").shuffle(members)
+        for cell, rep in members:
+            runs.append(
+                Run(
+                    run_id=_run_id(cell, rep),
+                    index=len(runs),
+                    block=block,
+                    setup=cell["setup"],
+                    homing=cell["homing"],
+                    cc=cell["cc"],
+                    connections=cell["connections"],
+                    volume_bytes=cell["volume"],
+                    rcvbuf_bytes=cell["rcvbuf"],
+                    wifi_standard=cell["wifi_standard"],
+                    repetition=rep,
+                    pairs=campaign.pairs,
+                )
+            )
+    return Plan(campaign, tuple(runs))

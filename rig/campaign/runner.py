@@ -1,0 +1,167 @@
+"""Running a campaign: plan, bring the rig up, execute the runs in order, record each one.
+
+Resuming is built on the run store's atomicity: a run is either fully recorded or absent, so
+`--resume` re-plans from the same file, checks the plan is the same, and runs what is absent.
+SIGTERM and Ctrl-C stop between two writes: the run in flight is discarded and redone later.
+"""
+
+from __future__ import annotations
+
+import signal
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from rig import provenance
+from rig.campaign.model import Campaign, load_campaign
+from rig.campaign.plan import Plan, Run, expand
+from rig.emu.rig import EmulatedRig, RadioSettings
+from rig.errors import InputError, RigError
+from rig.node_config import node_base_script, receiver_setup_script
+from rig.progress import Progress
+from rig.run.agents import AgentPool
+from rig.run.execute import RunContext, execute_run, start_servers
+from rig.store import CampaignStore, utc_now
+from rig.transport.netns import NetnsTransport
+
+
+class Stopped(Exception):
+    """SIGTERM/SIGINT arrived: stop after cleaning up; the campaign can be resumed."""
+
+
+@dataclass
+class CampaignResult:
+    store: CampaignStore
+    ran: int
+    skipped: int
+    counts: dict[str, int]
+    wall_s: float
+    transfer_s: float
+
+
+def check_ccs(campaign: Campaign, source: str) -> None:
+    """Every congestion control the campaign names must be runnable here (coupled ones are registered)."""
+    try:
+        from rig import congestion
+    except ImportError:  # the coupled-CC module is optional
+        congestion = None
+    wanted = campaign.factors.cc
+    if congestion is not None:
+        coupled = [c for c in wanted if c in congestion.COUPLED]
+        if coupled:
+            congestion.ensure_registered(coupled)
+        available = congestion.available()
+    else:
+        available = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    for i, cc in enumerate(wanted):
+        if cc not in available:
+            why = congestion.explain(cc) if congestion is not None else None
+            raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {why or 'not in tcp_available_congestion_control'}")
+
+
+def _sink():
+    try:
+        from rig.influx import sink_from_env
+    except ImportError:
+        return None
+    try:
+        return sink_from_env()
+    except Exception:  # noqa: BLE001 - a broken sink configuration must not stop a campaign
+        return None
+
+
+class _SignalGuard:
+    """Turns SIGTERM into Stopped in the main thread, like Ctrl-C."""
+
+    def __enter__(self):
+        def stop(signum, frame):
+            raise Stopped(signal.Signals(signum).name)
+
+        self._old = {s: signal.signal(s, stop) for s in (signal.SIGTERM, signal.SIGINT)}
+        return self
+
+    def __exit__(self, *exc):
+        for s, h in self._old.items():
+            signal.signal(s, h)
+
+
+def _configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits) -> RunContext:
+    """Radios for the block's setup and WiFi standard, then node addresses and receiver routes."""
+    rig.attach_radios(settings)
+    topo = rig.topo
+    assert topo is not None
+    agents.each(topo.nodes, lambda a: a.sh(node_base_script(topo.interfaces_of(a.host))))
+    by_receiver = {p.receiver: p for p in topo.pairs}
+    agents.each(list(by_receiver), lambda a: a.sh(receiver_setup_script(by_receiver[a.host])))
+    return RunContext(topo=topo, agents=agents, limits=limits, radios=dict(rig.radios))
+
+
+def prepare(file: Path, out: Path, resume: bool) -> tuple[Campaign, Plan, CampaignStore, str]:
+    """Validate everything and create (or find) the campaign directory; nothing is written on bad input."""
+    campaign = load_campaign(file)
+    plan = expand(campaign, str(file))
+    check_ccs(campaign, str(file))
+    store = CampaignStore.find_resumable(out, plan) if resume else None
+    note = f"resuming {store.root}" if store else ""
+    if store is None:
+        store = CampaignStore.create(out, plan, Path(file).read_text(), {**provenance.collect("emulated"), "started_at": utc_now()})
+        note = f"new campaign {store.root}" + (" (nothing to resume)" if resume else "")
+    return campaign, plan, store, note
+
+
+def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig", keep_up: bool = False,
+                 progress: Progress | None = None) -> CampaignResult:
+    campaign, plan, store, note = prepare(file, out, resume)
+    discarded = store.discard_partial()
+    finished = store.finished_ids()
+    todo = [r for r in plan.runs if r.run_id not in finished]
+    progress = progress or Progress(len(plan.runs), done=len(finished))
+    progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else ""))
+    progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
+
+    t_start, transfer, counts = time.monotonic(), 0.0, {"ok": 0, "invalid": 0, "failed": 0}
+    sink = _sink()
+    rig = EmulatedRig(prefix)
+    agents = None
+    try:
+        with _SignalGuard():
+            if todo:
+                ctx: RunContext | None = None
+                radio_key = None
+                for run in todo:
+                    if run.radio_key != radio_key:
+                        progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                        settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
+                                                 {k: v.model_dump() for k, v in campaign.links.items()})
+                        if agents is None:
+                            rig.up(settings)
+                            agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
+                        ctx = _configure_setup(rig, agents, settings, campaign.limits)
+                        start_servers(ctx, restart=True)
+                        radio_key = run.radio_key
+                    assert ctx is not None
+                    record = _one_run(ctx, run, progress)
+                    store.write_run(record)
+                    store.write_runs_table()
+                    counts[record.status] += 1
+                    transfer += record.details.get("transfer_s") or 0.0
+                    if record.status == "failed":
+                        start_servers(ctx, restart=True)  # a wedged server must not fail the next run
+                    if sink is not None:
+                        sink.write_run(store.runs_dir / run.run_id)
+            store.write_runs_table()
+    finally:
+        if agents is not None:
+            agents.close()
+        if not keep_up:
+            rig.down()
+    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer)
+
+
+def _one_run(ctx: RunContext, run: Run, progress: Progress):
+    progress.starting(run.run_id)
+    t = time.monotonic()
+    record = execute_run(ctx, run)
+    outcome = record.status if not record.reason else f"{record.status} - {record.reason}"
+    progress.finished(run.run_id, outcome, time.monotonic() - t)
+    return record

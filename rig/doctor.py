@@ -1,0 +1,127 @@
+"""`rig doctor`: what this host can do for the rig, what is missing, and the fix for each."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+import click
+
+
+@dataclass
+class Check:
+    name: str
+    ok: bool
+    detail: str
+    fix: str = ""
+    required: bool = True
+
+
+def _read(path: str) -> str | None:
+    try:
+        return Path(path).read_text().strip()
+    except OSError:
+        return None
+
+
+def _run(argv: list[str]) -> subprocess.CompletedProcess | None:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=20)
+    except (OSError, subprocess.TimeoutExpired):
+        return None
+
+
+def check_root() -> Check:
+    ok = os.geteuid() == 0
+    return Check("root", ok, "running as root" if ok else "not root", "run as root (namespaces, sysctls, TAPs need it)")
+
+
+def check_mptcp() -> Check:
+    v = _read("/proc/sys/net/mptcp/enabled")
+    if v is None:
+        return Check("kernel MPTCP", False, "no net.mptcp sysctls", "boot a kernel with CONFIG_MPTCP=y (upstream >= 5.15)")
+    return Check("kernel MPTCP", v == "1", f"net.mptcp.enabled={v}", "sysctl -w net.mptcp.enabled=1")
+
+
+def check_ccs() -> list[Check]:
+    avail = (_read("/proc/sys/net/ipv4/tcp_available_congestion_control") or "").split()
+    out = [Check("congestion controls", bool(avail), " ".join(avail) or "none")]
+    try:
+        from rig import congestion
+    except ImportError:
+        return out
+    for name in congestion.COUPLED:
+        why = congestion.explain(name)
+        out.append(Check(f"coupled CC {name}", why is None, "can run (BPF struct_ops)" if why is None else why,
+                         "see docs/congestion-control.md", required=False))
+    return out
+
+
+def check_iperf3() -> Check:
+    p = _run(["iperf3", "--version"])
+    if p is None:
+        return Check("iperf3", False, "not installed", "apt-get install iperf3")
+    version = p.stdout.split("\n")[0]
+    native = "--mptcp" in (_run(["iperf3", "--help"]) or p).stdout
+    if native:
+        return Check("iperf3 MPTCP mode", True, f"{version}, native -m")
+    ok = shutil.which("mptcpize") is not None
+    return Check("iperf3 MPTCP mode", ok, f"{version}, via mptcpize" if ok else f"{version}, no --mptcp and no mptcpize",
+                 "apt-get install mptcpd (provides mptcpize)")
+
+
+def check_emulator() -> Check:
+    try:
+        from rig.emu.build import emulator_binary
+    except ImportError as e:
+        return Check("ns-3 emulator", False, f"cannot load the build module: {e}", "pip install -e . (ns3 wheel)")
+    path = emulator_binary()
+    return Check("ns-3 emulator", path.exists(), f"built: {path}" if path.exists() else "not built",
+                 "python -m rig.emu.build (setup.sh does it)")
+
+
+def check_namespaces() -> Check:
+    name = f"rigdoctor-{uuid.uuid4().hex[:6]}"
+    p = _run(["ip", "netns", "add", name])
+    if p is None or p.returncode != 0:
+        return Check("network namespaces", False, (p.stderr.strip() if p else "no ip command"), "run as root with iproute2")
+    _run(["ip", "netns", "del", name])
+    tun = Path("/dev/net/tun").exists()
+    return Check("namespaces + TAP", tun, "ip netns works" + ("" if tun else ", but /dev/net/tun is missing"), "modprobe tun")
+
+
+def check_optional() -> list[Check]:
+    netem = _run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms"])
+    has_netem = netem is not None and netem.returncode == 0
+    if has_netem:
+        _run(["tc", "qdisc", "del", "dev", "lo", "root"])
+    return [
+        Check("sch_netem", has_netem, "available" if has_netem else "absent: delay/jitter/loss come from ns-3", required=False),
+        Check("hostapd", shutil.which("hostapd") is not None, "for rendering checks of AP configs", "apt-get install hostapd", required=False),
+        Check("influxd", shutil.which("influxd") is not None, "embedded InfluxDB for the demo", "apt-get install influxdb", required=False),
+    ]
+
+
+def run_checks() -> list[Check]:
+    return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(), *check_optional()]
+
+
+@click.command()
+def doctor() -> None:
+    """Report what this host can do for the rig, and the fix for anything missing."""
+    checks = run_checks()
+    for c in checks:
+        mark = "ok " if c.ok else ("MISSING" if c.required else "no ")
+        line = f"{mark:8} {c.name:22} {c.detail}"
+        if not c.ok and c.fix:
+            line += f"  -> fix: {c.fix}"
+        click.echo(line)
+    missing = [c.name for c in checks if c.required and not c.ok]
+    if missing:
+        click.echo(f"not ready: {', '.join(missing)}")
+        raise SystemExit(1)
+    click.echo("ready for the emulated rig")

@@ -1,0 +1,93 @@
+"""Network namespace housekeeping for the emulated rig, through iproute2.
+
+All names are `<prefix>-<host>`; everything the rig creates lives inside such namespaces, so
+removing them (after killing what runs in them) removes the whole rig, also after a crash.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+from rig.errors import RigError
+
+NETNS_DIR = Path("/run/netns")
+
+
+def ip(*args: str, netns: str | None = None, check: bool = True) -> subprocess.CompletedProcess:
+    argv = ["ip", *(["-n", netns] if netns else []), *args]
+    p = subprocess.run(argv, capture_output=True, text=True)
+    if check and p.returncode != 0:
+        raise RigError(f"{' '.join(argv)}: {p.stderr.strip()}")
+    return p
+
+
+def ip_batch(netns: str, commands: list[str]) -> None:
+    """Many `ip` commands in one process: keeps bring-up fast."""
+    p = subprocess.run(["ip", "-n", netns, "-batch", "-"], input="\n".join(commands) + "\n", capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RigError(f"ip -n {netns} -batch: {p.stderr.strip()}")
+
+
+def sh(netns: str, script: str) -> None:
+    p = subprocess.run(["ip", "netns", "exec", netns, "sh", "-c", script], capture_output=True, text=True)
+    if p.returncode != 0:
+        raise RigError(f"in {netns}: {p.stderr.strip() or script}")
+
+
+def exists(name: str) -> bool:
+    return (NETNS_DIR / name).exists()
+
+
+def add(name: str) -> None:
+    if not exists(name):
+        ip("netns", "add", name)
+    ip("link", "set", "lo", "up", netns=name)
+
+
+def with_prefix(prefix: str) -> list[str]:
+    if not NETNS_DIR.is_dir():
+        return []
+    return sorted(p.name for p in NETNS_DIR.iterdir() if p.name.startswith(prefix + "-"))
+
+
+def pids(name: str) -> list[int]:
+    p = ip("netns", "pids", name, check=False)
+    return [int(x) for x in p.stdout.split()]
+
+
+def kill_all(names: list[str], grace_s: float = 2.0) -> None:
+    """SIGTERM everything running in the namespaces, then SIGKILL what is left."""
+    victims = [pid for n in names for pid in pids(n) if pid != os.getpid()]
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in victims:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while time.monotonic() < deadline and any(_alive(pid) for pid in victims):
+            time.sleep(0.05)
+        victims = [pid for pid in victims if _alive(pid)]
+        if not victims:
+            return
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    try:  # a zombie is gone for our purposes
+        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
+    except OSError:
+        return False
+
+
+def delete(names: list[str]) -> None:
+    kill_all(names)
+    for n in names:
+        ip("netns", "del", n, check=False)

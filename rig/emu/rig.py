@@ -1,0 +1,173 @@
+"""The emulated rig: one network namespace per host, a wired core, ns-3 radio networks.
+
+    s1..sN (wlan0 -> AP1, lte0 -> cell)          r1..rN (wlan0 -> AP2, B side per setup)
+          \\                                     /
+    [ap1 BSS]  [cell]          [ap2 BSS]  [ap3 BSS]      radio networks: ns-3 processes
+        ap1     epc              ap2        ap3          gateway hosts (namespaces)
+          \\______\\___ core ___/__________/              veth, no impairment
+
+The ns-3 processes run in the `<prefix>-radio` namespace and own their TAP devices; the TAPs
+are moved into the hosts' namespaces. A TAP disappears with the process that opened it, so
+killing the rig's processes and deleting its namespaces leaves nothing behind.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from ipaddress import IPv4Network
+from pathlib import Path
+
+from rig.emu import netns
+from rig.emu.topology import CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_SUBNETS, RadioInterface, Topology, gateway_address, topology
+from rig.errors import RigError
+
+DEFAULT_PREFIX = "rig"
+STATE_ROOT = Path("/run/rig")
+
+
+@dataclass(frozen=True)
+class RadioSettings:
+    """What the radios are built from: the run's setup and WiFi standard, the campaign's LTE profile."""
+
+    setup: str
+    wifi_standard: str
+    lte_profile: str
+    pairs: int
+    links: dict  # kind ("wifi"|"lte") -> LinkOverride fields set by the campaign
+
+
+def _pipe_params(kind: str, settings: RadioSettings):
+    from rig.emu.radio import Pipe
+    from rig.profiles import lte_profile, wifi_profile
+
+    emu = (wifi_profile(settings.wifi_standard) if kind == "wifi" else lte_profile(settings.lte_profile)).emulation
+    over = {k: v for k, v in (settings.links.get(kind) or {}).items() if v is not None}
+    rate = over.get("rate_bps", emu.rate_bps)
+    pipe = Pipe(
+        rate_bps=rate,
+        delay_s=over.get("delay_ms", emu.delay_ms) / 1000,
+        jitter_s=over.get("jitter_ms", emu.jitter_ms) / 1000,
+        loss=over.get("loss_pct", emu.loss_pct) / 100,
+    )
+    return pipe, max(emu.medium_rate_bps, rate) if "rate_bps" in over else emu.medium_rate_bps
+
+
+def _tap_name(network: str, station: RadioInterface | None) -> str:
+    return f"{network}g" if station is None else f"{network}{station.host}{station.ifname[-1]}"
+
+
+class EmulatedRig:
+    def __init__(self, prefix: str = DEFAULT_PREFIX):
+        if not prefix.replace("_", "").isalnum() or len(prefix) > 8:
+            raise RigError(f"rig prefix {prefix!r} must be alphanumeric and at most 8 characters")
+        self.prefix = prefix
+        self.state_dir = STATE_ROOT / prefix
+        self.radios: dict[str, object] = {}  # network -> RadioProcess
+        self.topo: Topology | None = None
+        self.settings: RadioSettings | None = None
+
+    def ns(self, host: str) -> str:
+        return f"{self.prefix}-{host}"
+
+    # -- bring-up ------------------------------------------------------------------------
+
+    def up(self, settings: RadioSettings) -> Topology:
+        """Namespaces and core (once), then radios and node addresses for `settings`."""
+        self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        hosts = [*self.topo.nodes, *INFRA_HOSTS, "radio"]
+        fresh = not netns.exists(self.ns("core"))
+        for h in hosts:
+            netns.add(self.ns(h))
+        if fresh:
+            self._wire_core()
+        self.attach_radios(settings)
+        return self.topo
+
+    def _wire_core(self) -> None:
+        core = self.ns("core")
+        for host, subnet in CORE_LINKS.items():
+            net = IPv4Network(subnet)
+            netns.ip("link", "add", host, "type", "veth", "peer", "name", "eth0", "netns", self.ns(host), netns=core)
+            netns.ip_batch(core, [f"addr add {net.network_address + 1}/{net.prefixlen} dev {host}", f"link set {host} up"])
+            netns.ip_batch(self.ns(host), [f"addr add {net.network_address + 2}/{net.prefixlen} dev eth0", "link set eth0 up",
+                                           f"route add default via {net.network_address + 1}"])
+        for network, (subnet, _) in RADIO_SUBNETS.items():
+            via = IPv4Network(CORE_LINKS[GATEWAY_HOST[network]]).network_address + 2
+            netns.ip("route", "add", subnet, "via", str(via), netns=core)
+        for host in INFRA_HOSTS:  # routers: forward, and never redirect a hairpinned packet
+            netns.sh(self.ns(host), "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 "
+                                    "net.ipv4.conf.default.send_redirects=0 net.ipv4.conf.all.rp_filter=0")
+
+    def attach_radios(self, settings: RadioSettings) -> None:
+        """(Re)start one ns-3 process per radio network and move its TAPs to their hosts."""
+        from rig.emu.radio import RadioNetworkSpec, RadioProcess, Station
+
+        self.stop_radios()
+        self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
+        workdir = self.state_dir / "radios"
+        workdir.mkdir(parents=True, exist_ok=True)
+        for network, (subnet, kind) in RADIO_SUBNETS.items():
+            stations = self.topo.stations(network)
+            if not stations:
+                continue
+            pipe, medium = _pipe_params(kind, settings)
+            spec = RadioNetworkSpec(
+                name=network, gateway_tap=_tap_name(network, None), medium_rate_bps=medium,
+                stations=tuple(Station(tap=_tap_name(network, s), up=pipe, down=pipe) for s in stations),
+            )
+            proc = RadioProcess(spec, self.ns("radio"), workdir)
+            proc.start()
+            self.radios[network] = proc
+            gw_ns = self.ns(GATEWAY_HOST[network])
+            net = IPv4Network(subnet)
+            self._move_tap(spec.gateway_tap, gw_ns, "radio0")
+            netns.ip_batch(gw_ns, [f"addr add {gateway_address(network)}/{net.prefixlen} dev radio0", "link set radio0 up"])
+            netns.sh(gw_ns, "sysctl -qw net.ipv4.conf.radio0.send_redirects=0")
+            for s in stations:
+                self._move_tap(_tap_name(network, s), self.ns(s.host), s.ifname)
+        self.settings = settings
+        self._save_state()
+
+    def _move_tap(self, tap: str, target_ns: str, name: str) -> None:
+        netns.ip("link", "set", tap, "netns", target_ns, netns=self.ns("radio"))
+        netns.ip("link", "set", tap, "name", name, netns=target_ns)
+
+    def stop_radios(self) -> None:
+        for proc in self.radios.values():
+            proc.stop()  # type: ignore[attr-defined]
+        self.radios.clear()
+        # Processes of an earlier `rig emu up` (another Python process) are found by namespace.
+        if netns.exists(self.ns("radio")):
+            netns.kill_all([self.ns("radio")])
+
+    # -- state ---------------------------------------------------------------------------
+
+    def _save_state(self) -> None:
+        s = self.settings
+        state = {"prefix": self.prefix, "settings": s.__dict__ if s else None,
+                 "radios": {n: getattr(p, "pid", None) for n, p in self.radios.items()}}
+        (self.state_dir / "state.json").write_text(json.dumps(state, indent=2))
+
+    def status(self) -> dict:
+        names = netns.with_prefix(self.prefix)
+        state_file = self.state_dir / "state.json"
+        state = json.loads(state_file.read_text()) if state_file.exists() else {}
+        radio_pids = netns.pids(self.ns("radio")) if self.ns("radio") in names else []
+        return {
+            "prefix": self.prefix,
+            "up": self.ns("core") in names,
+            "namespaces": names,
+            "settings": state.get("settings"),
+            "radio_processes": radio_pids,
+        }
+
+    def down(self) -> list[str]:
+        """Remove every namespace of this rig and everything in it; safe to call at any time."""
+        self.radios.clear()
+        names = netns.with_prefix(self.prefix)
+        netns.delete(names)
+        state_file = self.state_dir / "state.json"
+        state_file.unlink(missing_ok=True)
+        return names

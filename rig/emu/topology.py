@@ -1,0 +1,131 @@
+"""The emulated rig's hosts, radio networks and addresses, for each of seed 002's three setups.
+
+Pure description, no side effects: `rig.emu.rig` turns it into namespaces and the node
+configuration turns it into routes. The same shapes describe a physical lab (inventory.ini).
+
+Senders always: WiFi -> AP1, LTE -> the cell. Each receiver has two interfaces, side A and
+side B; a sender's WiFi subflow goes to its receiver's A address and its LTE subflow to the
+B address ("paired" paths), so the setups differ exactly where the seed's figures differ:
+  Setup I:   A = WiFi on AP2, B = LTE in the same cell as the senders
+  Setup II:  A = WiFi on AP2, B = WiFi on AP3 (AP3 stands for DSL/WiMAX)
+  Setup III: A = WiFi on AP2, B = a second WiFi on AP2 (one bottleneck for all subflows)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from ipaddress import IPv4Address, IPv4Network
+from typing import Literal
+
+Setup = Literal["I", "II", "III"]
+SETUPS: tuple[Setup, ...] = ("I", "II", "III")
+PathKind = Literal["wifi", "lte"]
+
+# Radio networks: name -> (subnet, kind). The gateway (AP or the EPC's PGW side) is .1.
+RADIO_SUBNETS: dict[str, tuple[str, PathKind]] = {
+    "ap1": ("10.11.0.0/24", "wifi"),
+    "ap2": ("10.12.0.0/24", "wifi"),
+    "ap3": ("10.13.0.0/24", "wifi"),
+    "cell": ("10.45.0.0/24", "lte"),  # Open5GS's default UE pool lives in 10.45.0.0/16
+}
+# Which host owns each radio network's gateway side.
+GATEWAY_HOST = {"ap1": "ap1", "ap2": "ap2", "ap3": "ap3", "cell": "epc"}
+# Wired links between the core router and the AP / EPC hosts: host -> core-side /24.
+CORE_LINKS = {"ap1": "10.0.1.0/24", "ap2": "10.0.2.0/24", "ap3": "10.0.3.0/24", "epc": "10.0.4.0/24"}
+
+# Routing table number for each node interface (policy routing: one table per interface).
+TABLES = {"wlan0": 101, "lte0": 102, "wlan1": 103}
+
+
+@dataclass(frozen=True)
+class RadioInterface:
+    """One node interface attached to a radio network."""
+
+    host: str
+    ifname: str  # name inside the node (wlan0, lte0, wlan1)
+    network: str  # ap1 | ap2 | ap3 | cell
+    address: IPv4Address
+    path: PathKind
+
+    @property
+    def gateway(self) -> IPv4Address:
+        return gateway_address(self.network)
+
+    @property
+    def prefixlen(self) -> int:
+        return IPv4Network(RADIO_SUBNETS[self.network][0]).prefixlen
+
+    @property
+    def table(self) -> int:
+        return TABLES[self.ifname]
+
+
+@dataclass(frozen=True)
+class Pair:
+    index: int  # 1-based
+    sender: str
+    receiver: str
+    sender_wifi: RadioInterface
+    sender_lte: RadioInterface
+    receiver_a: RadioInterface  # paired with the sender's WiFi
+    receiver_b: RadioInterface  # paired with the sender's LTE
+
+
+@dataclass(frozen=True)
+class Topology:
+    setup: Setup
+    pairs: tuple[Pair, ...]
+
+    @property
+    def nodes(self) -> list[str]:
+        return [p.sender for p in self.pairs] + [p.receiver for p in self.pairs]
+
+    @property
+    def interfaces(self) -> list[RadioInterface]:
+        out: list[RadioInterface] = []
+        for p in self.pairs:
+            out += [p.sender_wifi, p.sender_lte, p.receiver_a, p.receiver_b]
+        return out
+
+    def stations(self, network: str) -> list[RadioInterface]:
+        """Node interfaces attached to `network`, in a stable order."""
+        return [i for i in self.interfaces if i.network == network]
+
+    def interfaces_of(self, host: str) -> list[RadioInterface]:
+        return [i for i in self.interfaces if i.host == host]
+
+
+INFRA_HOSTS = ("ap1", "ap2", "ap3", "epc", "core")
+
+
+def gateway_address(network: str) -> IPv4Address:
+    return IPv4Network(RADIO_SUBNETS[network][0]).network_address + 1
+
+
+def _station(host: str, ifname: str, network: str, host_octet: int) -> RadioInterface:
+    subnet, kind = RADIO_SUBNETS[network]
+    return RadioInterface(host, ifname, network, IPv4Network(subnet).network_address + host_octet, kind)
+
+
+def topology(setup: Setup, pairs: int = 5) -> Topology:
+    """Senders s1..sN and receivers r1..rN wired as seed 002's Setup I, II or III."""
+    if setup not in SETUPS:
+        raise ValueError(f"unknown setup {setup!r}")
+    if not 1 <= pairs <= 80:
+        raise ValueError("pairs must be 1..80")
+    b_network, b_ifname = {"I": ("cell", "lte0"), "II": ("ap3", "wlan1"), "III": ("ap2", "wlan1")}[setup]
+    out = []
+    for i in range(1, pairs + 1):
+        s, r = f"s{i}", f"r{i}"
+        out.append(
+            Pair(
+                index=i,
+                sender=s,
+                receiver=r,
+                sender_wifi=_station(s, "wlan0", "ap1", 10 + i),
+                sender_lte=_station(s, "lte0", "cell", 10 + i),
+                receiver_a=_station(r, "wlan0", "ap2", 10 + i),
+                receiver_b=_station(r, b_ifname, b_network, 100 + i),
+            )
+        )
+    return Topology(setup, tuple(out))

@@ -1,0 +1,165 @@
+"""One run: configure the nodes, start every sender at one instant T0, sample, collect, judge.
+
+The rig under test is reached only through node agents, so this is the same code for the
+emulated rig and the physical lab; the emulator (if any) contributes its lag and liveness.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+import pyarrow as pa
+
+from rig.campaign.model import Limits
+from rig.campaign.plan import Run
+from rig.emu.topology import Topology
+from rig.node_config import receiver_run_script, sender_run_script
+from rig.run.agents import AgentPool
+from rig.run.judge import judge_run
+from rig.store import RunRecord
+
+START_LEAD_S = 0.25  # T0 this far after the launch requests: enough for every agent to get them
+IPERF_KEY = "iperf3-client"
+SERVER_KEY = "iperf3-server"
+
+
+@dataclass
+class RunContext:
+    topo: Topology
+    agents: AgentPool
+    limits: Limits
+    radios: dict = field(default_factory=dict)  # network -> RadioProcess (emulated rig only)
+
+
+def iso(t: float) -> str:
+    return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
+
+
+def client_argv(run: Run, bind: str, target: str) -> list[str]:
+    # mptcpize: Debian's iperf3 3.12 has no native --mptcp; the LD_PRELOAD wrapper makes its
+    # sockets MPTCP. -n is the run's whole data volume, split over -P parallel connections.
+    return ["mptcpize", "run", "iperf3", "-c", target, "-B", bind, "-P", str(run.connections),
+            "-n", str(run.volume_bytes), "-J", "--connect-timeout", "5000"]
+
+
+def start_servers(ctx: RunContext, restart: bool = False) -> None:
+    """A persistent iperf3 server on each receiver (restarted when asked, or when it died)."""
+    receivers = [p.receiver for p in ctx.topo.pairs]
+
+    def ensure(agent):
+        if restart or not agent.request("alive", key=SERVER_KEY)["alive"]:
+            agent.request("launch", key=SERVER_KEY, argv=["mptcpize", "run", "iperf3", "-s"], at=None)
+
+    ctx.agents.each(receivers, ensure)
+    # The servers listen within milliseconds; check rather than trust it.
+    deadline = time.monotonic() + 5
+    pending = set(receivers)
+    while pending and time.monotonic() < deadline:
+        up = ctx.agents.each(sorted(pending), lambda a: a.sh("ss -Hltn 'sport = :5201' | grep -q .", check=False)["rc"] == 0)
+        pending = {h for h, ok in up.items() if not ok}
+        if pending:
+            time.sleep(0.05)
+
+
+def _interface_rows(samples: dict[str, list], topo: Topology) -> pa.Table:
+    path_of = {(i.host, i.ifname): i.path for i in topo.interfaces}
+    cols: dict[str, list] = {"time": [], "host": [], "interface": [], "path": [], "tx_bytes": [], "rx_bytes": []}
+    for host, rows in samples.items():
+        for t, ifname, tx, rx in rows:
+            cols["time"].append(t)
+            cols["host"].append(host)
+            cols["interface"].append(ifname)
+            cols["path"].append(path_of.get((host, ifname), "other"))
+            cols["tx_bytes"].append(tx)
+            cols["rx_bytes"].append(rx)
+    schema = pa.schema([("time", pa.float64()), ("host", pa.string()), ("interface", pa.string()), ("path", pa.string()),
+                        ("tx_bytes", pa.int64()), ("rx_bytes", pa.int64())])
+    return pa.Table.from_pydict(cols, schema=schema)
+
+
+def _lag_table(lags: dict) -> pa.Table:
+    rows = [{"time": t, "network": n, **s} for n, (t, s) in lags.items()]
+    schema = pa.schema([("time", pa.float64()), ("network", pa.string()), ("samples", pa.int64()),
+                        ("p50_ms", pa.float64()), ("p99_ms", pa.float64()), ("max_ms", pa.float64())])
+    return pa.Table.from_pylist(rows, schema=schema)
+
+
+def tx_delta(rows: list, ifname: str) -> int:
+    vals = [tx for _, i, tx, _ in rows if i == ifname and tx >= 0]
+    return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
+
+
+def execute_run(ctx: RunContext, run: Run) -> RunRecord:
+    topo = ctx.topo
+    senders = [p.sender for p in topo.pairs]
+    receivers = [p.receiver for p in topo.pairs]
+    by_sender = {p.sender: p for p in topo.pairs}
+    started_at = time.time()
+
+    ctx.agents.each(senders, lambda a: a.sh(sender_run_script(by_sender[a.host], run.homing, run.cc)))
+    ctx.agents.each(receivers, lambda a: a.sh(receiver_run_script(run.rcvbuf_bytes, run.cc)))
+    start_servers(ctx)
+
+    mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
+    hz = ctx.limits.sample_hz
+    ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz))
+
+    t0 = time.time() + START_LEAD_S
+
+    def launch(agent):
+        p = by_sender[agent.host]
+        bind, target = (p.sender_lte.address, p.receiver_b.address) if run.homing == "lte" else (p.sender_wifi.address, p.receiver_a.address)
+        agent.request("launch", key=IPERF_KEY, argv=client_argv(run, str(bind), str(target)), at=t0)
+
+    ctx.agents.each(senders, launch)
+    results = ctx.agents.each(senders, lambda a: a.request("wait", key=IPERF_KEY, timeout=ctx.limits.run_timeout_s))
+    t_end = time.time()
+    samples = ctx.agents.each(topo.nodes, lambda a: a.request("unsample")["samples"])
+    mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
+
+    lags = {n: (t0, r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
+    radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
+
+    iperf, pairs = {}, []
+    for s in senders:
+        res, p = results[s], by_sender[s]
+        try:
+            doc = json.loads(res.get("stdout") or "{}")
+        except json.JSONDecodeError:
+            doc = {"error": "iperf3 printed no JSON", "stdout": res.get("stdout", "")[-2000:]}
+        doc["_rig"] = {k: res.get(k) for k in ("started_at", "ended_at", "rc", "stderr", "timed_out")}
+        iperf[s] = doc
+        recv = (doc.get("end") or {}).get("sum_received") or {}
+        pairs.append({
+            "pair": p.index, "sender": s, "receiver": p.receiver,
+            "started_at": iso(res["started_at"]) if res.get("started_at") else None,
+            "duration_s": recv.get("seconds"),
+            "goodput_bps": recv.get("bits_per_second"),
+            "bytes_iperf": recv.get("bytes"),
+            "bytes_wifi": tx_delta(samples[s], p.sender_wifi.ifname),
+            "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
+        })
+
+    verdict = judge_run(run, pairs, iperf, mib_before, mib_after, lags, radios_alive, ctx.limits)
+    starts = [r["started_at"] for r in results.values() if r.get("started_at")]
+    ends = [r["ended_at"] for r in results.values() if r.get("ended_at")]
+    details = {
+        "t0": iso(t0),
+        "start_spread_ms": round((max(starts) - min(starts)) * 1000, 3) if starts else None,
+        "start_late_ms": {s: round((r["started_at"] - t0) * 1000, 3) for s, r in results.items() if r.get("started_at")},
+        "transfer_s": round(max(ends) - t0, 3) if ends else None,
+        "lag": {n: s for n, (_, s) in lags.items()},
+        "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
+                          if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
+    }
+    timeseries = {"interfaces": _interface_rows(samples, topo)}
+    if lags:
+        timeseries["lag"] = _lag_table(lags)
+    return RunRecord(
+        run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
+        pairs=verdict.pairs, details=details, iperf=iperf, timeseries=timeseries,
+        logs={f"{s}.stderr": results[s].get("stderr") or "" for s in senders},
+    )

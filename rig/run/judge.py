@@ -1,0 +1,73 @@
+"""Deciding whether a run counts: ok, failed (it did not complete) or invalid (it completed,
+but not as configured: TCP fallback, a configured path left unused, a lagging emulator)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from rig.campaign.model import Limits
+from rig.campaign.plan import Run
+
+# Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
+FALLBACK_COUNTERS = ("MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtMPCapableFallbackACK", "MPTcpExtInfiniteMapTx",
+                     "MPTcpExtInfiniteMapRx", "MPTcpExtMPFallbackTokenInit", "MPTcpExtDSSFallback")
+
+
+@dataclass
+class Verdict:
+    status: str
+    reason: str | None
+    pairs: list[dict]
+
+
+def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, limits: Limits) -> tuple[str, str | None]:
+    rig_info = doc.get("_rig") or {}
+    if rig_info.get("timed_out"):
+        return "failed", f"timed out after {limits.run_timeout_s:g} s"
+    if doc.get("error"):
+        return "failed", f"iperf3: {doc['error']}"
+    if rig_info.get("rc"):
+        return "failed", f"iperf3 exited with {rig_info['rc']}: {(rig_info.get('stderr') or '').strip()[-200:]}"
+    if not pair.get("goodput_bps"):
+        return "failed", "iperf3 reported no received data"
+
+    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
+    fell_back = [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
+    if fell_back:
+        return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)})"
+    if delta.get("MPTcpExtMPCapableSYNACKRX", 0) < run.connections:
+        return "invalid", "connection was not MPTCP (no MP_CAPABLE handshake)"
+
+    if run.homing == "dual":
+        total = pair["bytes_wifi"] + pair["bytes_lte"]
+        for path in ("wifi", "lte"):
+            if total and pair[f"bytes_{path}"] < limits.min_path_share * total:
+                other = "LTE" if path == "wifi" else "WiFi"
+                return "invalid", f"used only the {other} path ({path} carried {pair[f'bytes_{path}']} of {total} bytes)"
+    return "ok", None
+
+
+def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_after: dict,
+              lags: dict, radios_alive: dict, limits: Limits) -> Verdict:
+    judged = []
+    for p in pairs:
+        status, reason = _pair_verdict(run, p, iperf[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits)
+        judged.append({**p, "status": status, "reason": reason})
+
+    # Run-wide causes override: they make every pair's numbers untrustworthy.
+    run_reason = None
+    dead = [n for n, alive in radios_alive.items() if not alive]
+    if dead:
+        run_reason = f"emulator for {', '.join(dead)} exited during the run"
+    else:
+        lagging = [(n, s["p99_ms"]) for n, (_, s) in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+        if lagging:
+            n, p99 = max(lagging, key=lambda x: x[1])
+            run_reason = f"emulator lagged: p99 {p99:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms"
+    if run_reason:
+        judged = [{**p, "status": "invalid" if p["status"] == "ok" else p["status"], "reason": p["reason"] or run_reason} for p in judged]
+
+    statuses = [p["status"] for p in judged]
+    status = "failed" if "failed" in statuses else "invalid" if "invalid" in statuses else "ok"
+    reason = run_reason or next((f"{p['sender']}: {p['reason']}" for p in judged if p["reason"]), None)
+    return Verdict(status, reason, judged)

@@ -1,0 +1,189 @@
+"""The run store: a campaign directory on disk, the source of truth for everything recorded.
+
+    results/<campaign>-<id>/
+      campaign.yaml  plan.json  metadata.json
+      runs/<run_id>/ params.json status.json pairs.json iperf/<host>.json timeseries/*.parquet logs/
+      runs.parquet          one row per (run, pair)
+
+Every write is atomic: a run is assembled in runs/.partial-<run_id>/ and renamed into place
+only when complete, and files are written to a temporary name and renamed. So a killed
+campaign leaves either a whole run or none, and `--resume` only has to look at what exists.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from rig.campaign.plan import Plan, Run
+from rig.errors import InputError
+
+RUNS_COLUMNS = [
+    ("run_id", pa.string()), ("campaign", pa.string()), ("setup", pa.string()), ("homing", pa.string()),
+    ("cc", pa.string()), ("connections", pa.int32()), ("volume_bytes", pa.int64()), ("rcvbuf_bytes", pa.int64()),
+    ("wifi_standard", pa.string()), ("repetition", pa.int32()), ("pair", pa.int32()), ("sender", pa.string()),
+    ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
+    ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
+    ("status", pa.string()), ("reason", pa.string()),
+]
+RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
+
+
+def utc_now() -> str:
+    return datetime.now(timezone.utc).isoformat(timespec="milliseconds")
+
+
+def write_atomic(path: Path, data: bytes | str) -> None:
+    """Write `data` to `path` so that readers see the old file or the new one, never a part."""
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    with open(tmp, "wb") as f:
+        f.write(data.encode() if isinstance(data, str) else data)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, path)
+
+
+def write_json(path: Path, obj: object) -> None:
+    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+@dataclass
+class RunRecord:
+    """Everything one run produced, handed to the store in one piece."""
+
+    run: Run
+    status: str  # ok | failed | invalid
+    reason: str | None
+    started_at: str
+    finished_at: str
+    pairs: list[dict]  # per pair: pair, sender, receiver, started_at, duration_s, goodput_bps, bytes_lte, bytes_wifi, status, reason
+    details: dict = field(default_factory=dict)  # start spread, lag, subflow CCs ... (goes to status.json)
+    iperf: dict[str, dict] = field(default_factory=dict)  # host -> iperf3 JSON
+    timeseries: dict[str, pa.Table] = field(default_factory=dict)  # name -> table
+    logs: dict[str, str] = field(default_factory=dict)
+
+
+class CampaignStore:
+    def __init__(self, root: Path):
+        self.root = Path(root)
+        self.runs_dir = self.root / "runs"
+
+    # -- creation and discovery ---------------------------------------------------------
+
+    @classmethod
+    def create(cls, out: Path, plan: Plan, campaign_text: str, metadata: dict) -> "CampaignStore":
+        stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+        root = Path(out) / f"{plan.campaign.name}-{stamp}"
+        suffix = 1
+        while root.exists():  # two campaigns started in the same second
+            suffix += 1
+            root = Path(out) / f"{plan.campaign.name}-{stamp}-{suffix}"
+        staging = root.with_name(f".{root.name}.creating")
+        (staging / "runs").mkdir(parents=True)
+        write_atomic(staging / "campaign.yaml", campaign_text)
+        campaign_id = root.name.removeprefix(plan.campaign.name + "-")
+        write_json(staging / "plan.json", {**plan.to_dict(), "campaign_id": campaign_id})
+        write_json(staging / "metadata.json", {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
+        os.rename(staging, root)
+        return cls(root)
+
+    @classmethod
+    def find_resumable(cls, out: Path, plan: Plan) -> "CampaignStore | None":
+        """The newest unfinished campaign directory under `out` with the same plan."""
+        candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/plan.json"), key=lambda p: p.parent.name, reverse=True)
+        for plan_file in candidates:
+            store = cls(plan_file.parent)
+            try:
+                saved = json.loads(plan_file.read_text())
+            except (OSError, json.JSONDecodeError):
+                continue
+            if saved.get("digest") == plan.digest and len(store.finished_ids()) < len(plan.runs):
+                return store
+        return None
+
+    @property
+    def campaign_id(self) -> str:
+        return json.loads((self.root / "plan.json").read_text())["campaign_id"]
+
+    def check_plan(self, plan: Plan, source: str) -> None:
+        saved = json.loads((self.root / "plan.json").read_text())
+        if saved.get("digest") != plan.digest:
+            raise InputError(source, "(plan)", f"differs from the plan recorded in {self.root}/plan.json; cannot resume it")
+
+    # -- runs --------------------------------------------------------------------------
+
+    def finished_ids(self) -> set[str]:
+        if not self.runs_dir.is_dir():
+            return set()
+        return {d.name for d in self.runs_dir.iterdir() if not d.name.startswith(".") and (d / "status.json").is_file()}
+
+    def discard_partial(self) -> list[str]:
+        """Remove runs a crash left half-assembled; they are redone."""
+        gone = []
+        for d in self.runs_dir.glob(".partial-*"):
+            shutil.rmtree(d, ignore_errors=True)
+            gone.append(d.name.removeprefix(".partial-"))
+        return gone
+
+    def write_run(self, rec: RunRecord) -> Path:
+        final = self.runs_dir / rec.run.run_id
+        if final.exists():
+            raise FileExistsError(f"run {rec.run.run_id} is already recorded")
+        part = self.runs_dir / f".partial-{rec.run.run_id}"
+        shutil.rmtree(part, ignore_errors=True)
+        (part / "iperf").mkdir(parents=True)
+        (part / "timeseries").mkdir()
+        (part / "logs").mkdir()
+        write_json(part / "params.json", {**rec.run.to_dict(), "campaign": self.root.name})
+        for host, doc in rec.iperf.items():
+            write_json(part / "iperf" / f"{host}.json", doc)
+        for name, table in rec.timeseries.items():
+            pq.write_table(table, part / "timeseries" / f"{name}.parquet", compression="zstd")
+        for name, text in rec.logs.items():
+            write_atomic(part / "logs" / name, text)
+        write_json(part / "pairs.json", rec.pairs)
+        # status.json last: its presence is what marks the run as recorded.
+        write_json(
+            part / "status.json",
+            {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details},
+        )
+        os.rename(part, final)
+        return final
+
+    # -- the runs table -------------------------------------------------------------------
+
+    def rows(self) -> list[dict]:
+        campaign = self.root.name
+        out = []
+        for run_id in sorted(self.finished_ids()):
+            d = self.runs_dir / run_id
+            params = json.loads((d / "params.json").read_text())
+            for p in json.loads((d / "pairs.json").read_text()):
+                out.append(
+                    {
+                        "run_id": run_id, "campaign": campaign, "setup": params["setup"], "homing": params["homing"],
+                        "cc": params["cc"], "connections": params["connections"], "volume_bytes": params["volume_bytes"],
+                        "rcvbuf_bytes": params["rcvbuf_bytes"], "wifi_standard": params["wifi_standard"],
+                        "repetition": params["repetition"], "pair": p["pair"], "sender": p["sender"],
+                        "receiver": p["receiver"], "started_at": datetime.fromisoformat(p["started_at"]) if p.get("started_at") else None,
+                        "duration_s": p.get("duration_s"), "goodput_bps": p.get("goodput_bps"),
+                        "bytes_lte": p.get("bytes_lte"), "bytes_wifi": p.get("bytes_wifi"),
+                        "status": p["status"], "reason": p.get("reason"),
+                    }
+                )
+        return out
+
+    def write_runs_table(self) -> Path:
+        table = pa.Table.from_pylist(self.rows(), schema=RUNS_SCHEMA)
+        path = self.root / "runs.parquet"
+        tmp = path.with_name(f".runs.parquet.tmp{os.getpid()}")
+        pq.write_table(table, tmp)
+        os.replace(tmp, path)
+        return path

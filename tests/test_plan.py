@@ -1,0 +1,53 @@
+"""Expansion: full matrix x repetitions, blocks grouped, shuffled inside blocks, deterministic ids."""
+
+from __future__ import annotations
+
+from conftest import run_rig
+from rig.campaign.model import parse_campaign
+from rig.campaign.plan import expand
+
+TEXT = """
+name: t
+setups: [I, II, III]
+repetitions: 3
+seed: 11
+blocking: [setup]
+factors:
+  cc: [cubic, reno]
+  connections: [1, 5]
+  homing: [dual, wifi]
+"""
+
+
+def test_full_matrix_and_unique_ids():
+    plan = expand(parse_campaign(TEXT, "t"))
+    assert len(plan.runs) == 3 * 2 * 2 * 2 * 3
+    assert len({r.run_id for r in plan.runs}) == len(plan.runs)
+    assert [r.index for r in plan.runs] == list(range(len(plan.runs)))
+
+
+def test_blocks_are_contiguous_and_in_listed_order():
+    plan = expand(parse_campaign(TEXT, "t"))
+    setups = [r.setup for r in plan.runs]
+    assert setups == sorted(setups, key=["I", "II", "III"].index)
+    assert {r.block for r in plan.runs} == {"I", "II", "III"}
+
+
+def test_deterministic_and_shuffled_within_blocks():
+    a = expand(parse_campaign(TEXT, "t"))
+    b = expand(parse_campaign(TEXT, "t"))
+    assert [r.run_id for r in a.runs] == [r.run_id for r in b.runs] and a.digest == b.digest
+    block = [r for r in a.runs if r.setup == "I"]
+    assert [(r.cc, r.connections, r.homing, r.repetition) for r in block] != sorted(
+        (r.cc, r.connections, r.homing, r.repetition) for r in block)
+    other_seed = expand(parse_campaign(TEXT.replace("seed: 11", "seed: 12"), "t"))
+    assert [r.run_id for r in other_seed.runs] != [r.run_id for r in a.runs]
+    assert {r.run_id for r in other_seed.runs} == {r.run_id for r in a.runs}
+
+
+def test_plan_cli_prints_runs_and_estimate(tmp_path):
+    f = tmp_path / "t.yaml"
+    f.write_text(TEXT)
+    p = run_rig("campaign", "plan", str(f), check=True)
+    assert "72 runs" in p.stdout and "estimated duration" in p.stdout
+    assert p.stdout.count("-cubic-") + p.stdout.count("-reno-") == 72
