@@ -20,8 +20,12 @@ def _register() -> None:
     from rig.campaign.cli import campaign
     from rig.doctor import doctor
     from rig.emu.cli import emu
+    from rig.export.cli import export
+    from rig.influx.cli import influx, sync
+    from rig.nightly import nightly
+    from rig.report.cli import report
 
-    for command in (campaign, doctor, emu):
+    for command in (campaign, doctor, emu, export, influx, nightly, report, sync):
         cli.add_command(command)
 
 

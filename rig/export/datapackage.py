@@ -1,0 +1,97 @@
+"""datapackage.json: Frictionless (Tabular) Data Package descriptors for the exported tables.
+
+https://specs.frictionlessdata.io/tabular-data-package/
+"""
+
+from __future__ import annotations
+
+import re
+
+import pyarrow as pa
+
+# What the columns mean and their units; anything not listed is described by its type only.
+DESCRIPTIONS = {
+    "run_id": "run identifier (deterministic, from the campaign plan)",
+    "campaign": "campaign name",
+    "setup": "receiver setup of seed 002: I (independent paths), II (LTE via the core to AP3), "
+             "III (one shared WiFi bottleneck)",
+    "homing": "sender interfaces used: dual, lte or wifi",
+    "cc": "congestion control (cubic, lia, olia, balia, ...)",
+    "connections": "parallel MPTCP connections per sender",
+    "volume_bytes": "data volume per sender over all its connections, bytes",
+    "rcvbuf_bytes": "receiver buffer, bytes",
+    "wifi_standard": "WiFi radio profile (g, a, n24, n5, ac)",
+    "repetition": "repetition index of this factor combination",
+    "pair": "sender/receiver pair index",
+    "sender": "sending host",
+    "receiver": "receiving host",
+    "started_at": "run start (UTC), the senders' common start time",
+    "duration_s": "transfer time of the pair, seconds",
+    "goodput_bps": "application goodput of the pair (iperf3 received), bit/s",
+    "bytes_lte": "bytes that left the sender's LTE interface during the run",
+    "bytes_wifi": "bytes that left the sender's WiFi interface during the run",
+    "status": "ok, failed (did not complete) or invalid (completed, failed validation)",
+    "reason": "why a run failed or is invalid",
+    "time": "sample time, Unix seconds (UTC)",
+    "host": "host the sample was taken on",
+    "interface": "network interface name",
+    "path": "path the interface belongs to: lte, wifi or mgmt",
+    "tx_bytes": "cumulative transmitted bytes counter",
+    "rx_bytes": "cumulative received bytes counter",
+    "network": "emulated radio network (ap1, ap2, ap3, cell)",
+    "p50_ms": "median lag of the emulator behind wall clock, ms",
+    "p99_ms": "99th percentile lag behind wall clock, ms",
+    "max_ms": "maximum lag behind wall clock, ms",
+    "samples": "number of lag samples in the interval",
+    "local": "local address:port of the subflow",
+    "remote": "remote address:port of the subflow",
+    "cwnd": "congestion window, segments",
+    "rtt_ms": "smoothed RTT, ms",
+}
+PRIMARY_KEYS = {"runs": ["run_id", "pair"]}
+
+
+# Arrow type predicate -> Frictionless field type, first match wins.
+_TYPES = (
+    (pa.types.is_boolean, "boolean"),
+    (pa.types.is_integer, "integer"),
+    (lambda t: pa.types.is_floating(t) or pa.types.is_decimal(t), "number"),
+    (lambda t: pa.types.is_string(t) or pa.types.is_large_string(t), "string"),
+    (pa.types.is_timestamp, "datetime"),
+    (pa.types.is_date, "date"),
+    (lambda t: pa.types.is_list(t) or pa.types.is_large_list(t), "array"),
+    (lambda t: pa.types.is_struct(t) or pa.types.is_map(t), "object"),
+)
+
+
+def field_type(t: pa.DataType) -> str:
+    if pa.types.is_dictionary(t):
+        return field_type(t.value_type)
+    return next((name for test, name in _TYPES if test(t)), "any")
+
+
+def table_schema(name: str, schema: pa.Schema) -> dict:
+    fields = []
+    for f in schema:
+        field = {"name": f.name, "type": field_type(f.type)}
+        if f.name in DESCRIPTIONS:
+            field["description"] = DESCRIPTIONS[f.name]
+        fields.append(field)
+    out: dict = {"fields": fields}
+    if name in PRIMARY_KEYS and all(k in schema.names for k in PRIMARY_KEYS[name]):
+        out["primaryKey"] = PRIMARY_KEYS[name]
+    return out
+
+
+def package_name(text: str) -> str:
+    """Frictionless names: lower-case letters, digits, '-', '_', '.'."""
+    return re.sub(r"[^a-z0-9._-]+", "-", text.lower()).strip("-") or "dataset"
+
+
+def resource(name: str, path: str, schema: pa.Schema, rows: int, size: int, sha256: str) -> dict:
+    return {
+        "name": package_name(name), "path": path, "profile": "tabular-data-resource",
+        "format": "parquet", "mediatype": "application/vnd.apache.parquet",
+        "bytes": size, "hash": f"sha256:{sha256}", "rows": rows,
+        "schema": table_schema(name, schema),
+    }

@@ -1,0 +1,110 @@
+"""The dataset's tables, built from a campaign directory.
+
+runs.parquet is taken as it is (started_at made a UTC timestamp, whatever the run store used).
+Each time series (runs/*/timeseries/<name>.parquet) becomes one table over all runs with a
+run_id column in front. Tables are streamed run by run into the Parquet writer, so memory stays
+bounded by one row group however long the campaign.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from rig.export.secrets import is_secret_key
+
+ROW_GROUP_ROWS = 1_000_000
+COMPRESSION = "zstd"
+
+
+def normalize_runs(table: pa.Table) -> pa.Table:
+    table = table.drop_columns([c for c in table.column_names if is_secret_key(c)])
+    if "started_at" in table.column_names:
+        col = table.column("started_at")
+        if pa.types.is_timestamp(col.type):
+            fixed = pc.cast(col, pa.timestamp("us", tz=col.type.tz or "UTC"))
+        elif pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
+            fixed = pa.array([None if t is None else datetime.fromtimestamp(t, tz=timezone.utc)
+                              for t in col.to_pylist()], pa.timestamp("us", tz="UTC"))
+        else:
+            fixed = pa.array([None if t is None else _parse_iso(t) for t in col.to_pylist()],
+                             pa.timestamp("us", tz="UTC"))
+        table = table.set_column(table.column_names.index("started_at"), "started_at", fixed)
+    return table
+
+
+def _parse_iso(value: str) -> datetime:
+    t = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
+
+
+def series_files(campaign_dir: Path) -> dict[str, list[tuple[str, Path]]]:
+    """name -> [(run_id, file)] for every time series of every run, in run order."""
+    out: dict[str, list[tuple[str, Path]]] = {}
+    for path in sorted((campaign_dir / "runs").glob("*/timeseries/*.parquet")):
+        out.setdefault(path.stem, []).append((path.parent.parent.name, path))
+    return out
+
+
+def _with_run_id(table: pa.Table, run_id: str, schema: pa.Schema) -> pa.Table:
+    columns = {"run_id": pa.array([run_id] * table.num_rows, pa.string())}
+    for f in schema:
+        if f.name == "run_id":
+            continue
+        if f.name in table.column_names:
+            columns[f.name] = pc.cast(table.column(f.name), f.type)
+        else:
+            columns[f.name] = pa.nulls(table.num_rows, f.type)
+    return pa.table(columns, schema=schema)
+
+
+def _batches(files: list[tuple[str, Path]], schema: pa.Schema) -> Iterator[pa.Table]:
+    pending: list[pa.Table] = []
+    rows = 0
+    for run_id, path in files:
+        t = _with_run_id(pq.read_table(path), run_id, schema)
+        pending.append(t)
+        rows += t.num_rows
+        if rows >= ROW_GROUP_ROWS:
+            yield pa.concat_tables(pending)
+            pending, rows = [], 0
+    if pending:
+        yield pa.concat_tables(pending)
+
+
+def write_series(files: list[tuple[str, Path]], out: Path) -> tuple[pa.Schema, int]:
+    """Concatenate one series over runs into `out`; returns (schema, rows)."""
+    merged = pa.unify_schemas([pq.read_schema(p) for _, p in files], promote_options="permissive")
+    keep = [f for f in merged if f.name != "run_id" and not is_secret_key(f.name)]
+    schema = pa.schema([pa.field("run_id", pa.string())] + keep)
+    rows = 0
+    with pq.ParquetWriter(out, schema, compression=COMPRESSION) as writer:
+        for batch in _batches(files, schema):
+            writer.write_table(batch, row_group_size=ROW_GROUP_ROWS)
+            rows += batch.num_rows
+    return schema, rows
+
+
+def write_table(table: pa.Table, out: Path) -> None:
+    pq.write_table(table, out, compression=COMPRESSION)
+
+
+def string_values_containing(table_path: Path, needles: set[str]) -> str | None:
+    """The first column of a Parquet file whose strings contain one of `needles`, or None."""
+    if not needles:
+        return None
+    pf = pq.ParquetFile(table_path)
+    strings = [f.name for f in pf.schema_arrow
+               if pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
+               or pa.types.is_dictionary(f.type)]
+    for name in strings:
+        uniques = pc.unique(pf.read(columns=[name]).column(name).cast(pa.string()))
+        for needle in needles:
+            if pc.any(pc.match_substring(uniques, needle)).as_py():
+                return name
+    return None

@@ -1,0 +1,63 @@
+"""`rig sync` and `rig influx start|stop|status`."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from rig.errors import RigError
+from rig.influx import server
+from rig.influx.sync import sync as sync_campaign
+
+state_dir_option = click.option("--state-dir", type=click.Path(path_type=Path), show_default=True,
+                                default=server.DEFAULT_STATE_DIR, help="config, data, pid file and log")
+port_option = click.option("--port", type=int, default=server.DEFAULT_PORT, show_default=True,
+                           help="HTTP port on 127.0.0.1")
+
+
+@click.command()
+@click.argument("campaign_dir", type=click.Path(path_type=Path))
+def sync(campaign_dir: Path) -> None:
+    """Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet (exactly once)."""
+    result = sync_campaign(campaign_dir)
+    click.echo(f"written {len(result.written)} runs ({result.points} points), "
+               f"{len(result.already)} already there, {len(result.unfinished)} unfinished")
+    if result.error:
+        raise RigError(f"sync stopped: {result.error}")
+
+
+@click.group()
+def influx() -> None:
+    """The embedded InfluxDB (influxd 1.x on loopback) for the demo and the tests."""
+
+
+@influx.command()
+@state_dir_option
+@port_option
+@click.option("--db", default=server.DEFAULT_DB, show_default=True)
+def start(state_dir: Path, port: int, db: str) -> None:
+    """Start influxd (daemonized, pid file in the state dir) and create the database."""
+    srv = server.Server(state_dir.resolve(), port)
+    pid = server.start(srv, db)
+    click.echo(f"influxd running, pid {pid}; for the sink: RIG_INFLUX_URL={srv.url} RIG_INFLUX_DB={db}")
+
+
+@influx.command()
+@state_dir_option
+@port_option
+def stop(state_dir: Path, port: int) -> None:
+    """Stop the influxd of this state dir."""
+    stopped = server.stop(server.Server(state_dir.resolve(), port))
+    click.echo("stopped" if stopped else "not running")
+
+
+@influx.command()
+@state_dir_option
+@port_option
+def status(state_dir: Path, port: int) -> None:
+    """Whether the influxd of this state dir runs and answers; exit 1 if not."""
+    st = server.status(server.Server(state_dir.resolve(), port))
+    click.echo(" ".join(f"{k}={v}" for k, v in st.items()))
+    if not st["responding"]:
+        raise SystemExit(1)

@@ -1,0 +1,1 @@
+"""HTML report of a campaign: the figures a researcher looks at first."""
