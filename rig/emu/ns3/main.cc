@@ -1,0 +1,107 @@
+// radio-emulator: one real-time ns-3 process per radio network, bridging a gateway TAP and
+// station TAPs. Started by rig/emu/radio.py as `ip netns exec NS radio-emulator --config FILE`.
+// Prints READY once every TAP is open and the simulator runs; SIGTERM/SIGINT end it cleanly.
+
+#include "json.h"
+#include "links.h"
+#include "monitor.h"
+
+#include "ns3/boolean.h"
+#include "ns3/global-value.h"
+#include "ns3/rng-seed-manager.h"
+#include "ns3/simulator.h"
+#include "ns3/string.h"
+
+#include <csignal>
+#include <cstdio>
+#include <cstring>
+#include <fcntl.h>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <unistd.h>
+
+namespace
+{
+
+volatile std::sig_atomic_t g_stop = 0;
+
+void
+OnSignal(int)
+{
+    g_stop = 1;
+}
+
+std::unique_ptr<rigemu::RadioNetwork>
+MakeNetwork(const rigemu::Json& config)
+{
+    std::string kind = config.Str("kind");
+    if (kind == "links")
+    {
+        return std::make_unique<rigemu::LinksNetwork>(config);
+    }
+    throw std::runtime_error("kind '" + kind + "' is not supported by this build");
+}
+
+// Tells the parent we are up, then detaches stdout: the parent may exit and close the pipe,
+// and nothing may ever write to it again.
+void
+AnnounceReady()
+{
+    std::printf("READY\n");
+    std::fflush(stdout);
+    int devnull = open("/dev/null", O_WRONLY);
+    if (devnull >= 0)
+    {
+        dup2(devnull, STDOUT_FILENO);
+        close(devnull);
+    }
+}
+
+} // namespace
+
+int
+main(int argc, char** argv)
+{
+    std::string configPath;
+    for (int i = 1; i + 1 < argc; ++i)
+    {
+        if (std::strcmp(argv[i], "--config") == 0)
+        {
+            configPath = argv[i + 1];
+        }
+    }
+    if (configPath.empty())
+    {
+        std::fprintf(stderr, "usage: %s --config FILE.json\n", argv[0]);
+        return 2;
+    }
+    std::signal(SIGTERM, OnSignal);
+    std::signal(SIGINT, OnSignal);
+    std::signal(SIGPIPE, SIG_IGN);
+    try
+    {
+        rigemu::Json config = rigemu::Json::ParseFile(configPath);
+        ns3::GlobalValue::Bind("SimulatorImplementationType",
+                               ns3::StringValue("ns3::RealtimeSimulatorImpl"));
+        ns3::GlobalValue::Bind("ChecksumEnabled", ns3::BooleanValue(true));
+        ns3::RngSeedManager::SetSeed(static_cast<uint32_t>(config.Num("seed", 1)));
+        auto network = MakeNetwork(config);
+        rigemu::Monitor monitor(config.Str("lag_log"),
+                                config.Str("stats_log"),
+                                ns3::Seconds(config.Num("lag_interval_s", 0.001)),
+                                *network,
+                                []() { return g_stop != 0; });
+        monitor.Start();
+        // Devices start their reader threads at t=0; announce after that.
+        ns3::Simulator::Schedule(ns3::MilliSeconds(1), &AnnounceReady);
+        ns3::Simulator::Run();
+        ns3::Simulator::Destroy();
+    }
+    catch (const std::exception& e)
+    {
+        std::fprintf(stderr, "radio-emulator: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

@@ -1,0 +1,46 @@
+// Measures how far the real-time simulator lags behind the wall clock and writes the logs.
+#pragma once
+
+#include "network.h"
+
+#include "ns3/nstime.h"
+
+#include <chrono>
+#include <cstdio>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace rigemu
+{
+
+class Monitor
+{
+  public:
+    // Samples lateness every `interval` of simulated time; once per simulated second appends a
+    // line to the lag log and the network's counters to the stats log. `stopRequested` is polled
+    // at every sample, so a signal stops the simulator within one interval.
+    Monitor(const std::string& lagLog,
+            const std::string& statsLog,
+            ns3::Time interval,
+            RadioNetwork& network,
+            std::function<bool()> stopRequested);
+    ~Monitor();
+
+    void Start();
+
+  private:
+    void Sample();
+    void WriteSecond();
+
+    std::FILE* m_lag;
+    std::FILE* m_stats;
+    ns3::Time m_interval;
+    RadioNetwork& m_network;
+    std::function<bool()> m_stopRequested;
+    std::chrono::steady_clock::time_point m_origin;
+    std::vector<double> m_latenessMs;
+    ns3::Time m_nextSecond;
+};
+
+} // namespace rigemu

@@ -1,0 +1,18 @@
+// What every kind of radio network (links, lte, wifi) offers to the process around it.
+#pragma once
+
+#include <cstdio>
+
+namespace rigemu
+{
+
+class RadioNetwork
+{
+  public:
+    virtual ~RadioNetwork() = default;
+
+    // Appends one JSON line per station with the counters of the second that just ended.
+    virtual void WriteStats(std::FILE* out, double unixTime) = 0;
+};
+
+} // namespace rigemu

@@ -1,0 +1,79 @@
+// A FIFO link server: drop-tail queue, serialisation at a rate, then delay + jitter + loss.
+// Frames may cross several pipes in a row (shared medium, then a station's own link).
+#pragma once
+
+#include "ns3/fd-net-device.h"
+#include "ns3/mac48-address.h"
+#include "ns3/nstime.h"
+#include "ns3/packet.h"
+#include "ns3/random-variable-stream.h"
+
+#include <array>
+#include <cstdint>
+#include <deque>
+
+namespace rigemu
+{
+
+class Pipe;
+
+// An Ethernet frame in flight: the payload (Ethernet header stripped by the FdNetDevice), its
+// addresses, and the route still ahead of it. At the end of the route it is written to `out`.
+struct Frame
+{
+    ns3::Ptr<ns3::Packet> packet;
+    ns3::Mac48Address src;
+    ns3::Mac48Address dst;
+    uint16_t protocol = 0;
+    std::array<Pipe*, 4> hops{};
+    size_t nHops = 0;
+    size_t next = 0;
+    ns3::Ptr<ns3::FdNetDevice> out;
+
+    uint32_t WireBytes() const { return packet->GetSize() + 14; }
+
+    void Forward(); // to the next hop, or out of the emulator
+};
+
+struct PipeConfig
+{
+    double rateBps = 0;  // 0: no serialisation limit
+    double delayS = 0;
+    double jitterS = 0;  // uniform extra delay in [0, jitter]; FIFO order is kept
+    double loss = 0;     // probability a frame is lost after it used the link
+    uint32_t queuePackets = 50;
+};
+
+struct PipeCounters
+{
+    uint64_t frames = 0; // delivered
+    uint64_t bytes = 0;  // delivered, Ethernet header included
+    uint64_t queueDrops = 0;
+    uint64_t lossDrops = 0;
+};
+
+class Pipe
+{
+  public:
+    Pipe(const PipeConfig& config, ns3::Ptr<ns3::UniformRandomVariable> random);
+
+    void Enqueue(Frame frame);
+
+    const PipeCounters& Counters() const { return m_counters; }
+
+    size_t QueueLength() const { return m_queue.size(); }
+
+  private:
+    void StartNext();
+    void EndTransmission();
+    void Deliver(Frame frame);
+
+    PipeConfig m_config;
+    ns3::Ptr<ns3::UniformRandomVariable> m_random;
+    std::deque<Frame> m_queue; // front is on the wire while m_busy
+    bool m_busy = false;
+    ns3::Time m_lastDelivery; // keeps jittered deliveries in FIFO order
+    PipeCounters m_counters;
+};
+
+} // namespace rigemu

@@ -1,0 +1,292 @@
+"""Control of one ns-3 radio-network emulator process (see docs/emulator.md).
+
+A radio network (a WiFi BSS behind its AP, the LTE cell behind the EPC, or a star of plain
+links) is one real-time ns-3 process that bridges Ethernet frames between one gateway TAP and
+N station TAPs. start() runs it inside a network namespace; the TAPs appear there, down and
+without addresses, and the caller moves/renames/addresses them. The TAPs are non-persistent:
+they vanish when the process dies, however it dies.
+
+Files in `workdir`, named after the network: <name>.json (config), <name>.lag.jsonl (one
+line per second: lateness of the simulator behind the wall clock), <name>.stats.jsonl
+(per-station per-second counters), <name>.stderr, <name>.pid.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import select
+import signal
+import statistics
+import subprocess
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+from rig.emu.build import emulator_binary
+from rig.errors import RigError
+
+ETHERNET_FRAME_BYTES = 1514
+MIN_QUEUE_PACKETS = 50
+
+
+@dataclass(frozen=True)
+class Pipe:
+    """One direction of a station's link. queue_packets None: ~1.5 x BDP, at least 50."""
+
+    rate_bps: float
+    delay_s: float
+    jitter_s: float = 0.0
+    loss: float = 0.0
+    queue_packets: int | None = None
+
+
+@dataclass(frozen=True)
+class Station:
+    tap: str  # <= 15 characters
+    up: Pipe  # station -> gateway
+    down: Pipe  # gateway -> station
+
+
+@dataclass(frozen=True)
+class RadioNetworkSpec:
+    name: str
+    gateway_tap: str
+    stations: tuple[Station, ...]
+    kind: str = "links"
+    medium_rate_bps: float = 0.0  # 0: no shared medium; else one FIFO server for all frames
+    seed: int = 1
+    medium_queue_packets: int | None = None  # None: ~1.5 x BDP of the medium, at least 50
+    lag_interval_s: float = 0.001
+
+
+@dataclass(frozen=True)
+class LagStats:
+    samples: int
+    p50_ms: float
+    p99_ms: float
+    max_ms: float
+
+
+def _queue_for(rate_bps: float, rtt_s: float) -> int:
+    bdp_packets = rate_bps * rtt_s / 8 / ETHERNET_FRAME_BYTES
+    return max(MIN_QUEUE_PACKETS, math.ceil(1.5 * bdp_packets))
+
+
+def _pipe_config(pipe: Pipe, rtt_s: float) -> dict:
+    config = asdict(pipe)
+    if pipe.queue_packets is None:
+        config["queue_packets"] = _queue_for(pipe.rate_bps, rtt_s)
+    return config
+
+
+def _check_spec(spec: RadioNetworkSpec) -> None:
+    taps = [spec.gateway_tap, *(s.tap for s in spec.stations)]
+    for tap in taps:
+        if not 1 <= len(tap) <= 15:
+            raise RigError(f"radio network {spec.name}: TAP name {tap!r} must be 1-15 characters")
+    if len(set(taps)) != len(taps):
+        raise RigError(f"radio network {spec.name}: TAP names repeat: {taps}")
+    for s in spec.stations:
+        for direction, pipe in (("up", s.up), ("down", s.down)):
+            if pipe.rate_bps < 0 or pipe.delay_s < 0 or pipe.jitter_s < 0 or not 0 <= pipe.loss <= 1:
+                raise RigError(f"radio network {spec.name}: station {s.tap} {direction}: bad pipe {pipe}")
+
+
+def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
+    """The JSON config the emulator reads: the spec with every default resolved."""
+    _check_spec(spec)
+    rtts = [s.up.delay_s + s.down.delay_s + s.up.jitter_s + s.down.jitter_s for s in spec.stations]
+    medium_queue = spec.medium_queue_packets or _queue_for(spec.medium_rate_bps, max(rtts, default=0.0))
+    return {
+        "name": spec.name,
+        "kind": spec.kind,
+        "seed": spec.seed,
+        "gateway_tap": spec.gateway_tap,
+        "lag_log": str(workdir / f"{spec.name}.lag.jsonl"),
+        "stats_log": str(workdir / f"{spec.name}.stats.jsonl"),
+        "lag_interval_s": spec.lag_interval_s,
+        "medium": {"rate_bps": spec.medium_rate_bps, "queue_packets": medium_queue},
+        "stations": [
+            {"tap": s.tap, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt)}
+            for s, rtt in zip(spec.stations, rtts)
+        ],
+    }
+
+
+def _read_jsonl(path: Path) -> list[dict]:
+    if not path.exists():
+        return []
+    rows = []
+    for line in path.read_text().splitlines():
+        try:
+            rows.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue  # a line cut short by a kill
+    return rows
+
+
+def _in_window(row: dict, since: float, until: float) -> bool:
+    """A row covers the second ending at row["t"]; keep it if that overlaps [since, until]."""
+    return row["t"] > since and row["t"] - 1.0 < until
+
+
+class RadioProcess:
+    """One emulator process; a context manager (start on enter, stop on exit).
+
+    Constructing it for a network started elsewhere (e.g. by an earlier `rig emu up`) gives
+    access to its logs and, through the pid file, to alive() and stop().
+    """
+
+    def __init__(self, spec: RadioNetworkSpec, netns: str, workdir: Path):
+        self.spec = spec
+        self.netns = netns
+        self.workdir = Path(workdir)
+        self.pid: int | None = None
+        self._proc: subprocess.Popen | None = None
+        base = self.workdir / spec.name
+        self.config_path = base.with_suffix(".json")
+        self.lag_log = Path(f"{base}.lag.jsonl")
+        self.stats_log = Path(f"{base}.stats.jsonl")
+        self.stderr_path = Path(f"{base}.stderr")
+        self.pid_path = Path(f"{base}.pid")
+        self._adopt_pid_file()
+
+    def __enter__(self) -> RadioProcess:
+        if not self.alive():  # entering an already started process just scopes its lifetime
+            self.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    def start(self, timeout_s: float = 20.0) -> None:
+        if self.alive():
+            raise RigError(f"radio network {self.spec.name} is already running (pid {self.pid})")
+        binary = emulator_binary()
+        if not binary.exists():
+            raise RigError(f"the radio emulator is not built ({binary}); run: python -m rig.emu.build")
+        self.workdir.mkdir(parents=True, exist_ok=True)
+        config = emulator_config(self.spec, self.workdir)
+        for log in (self.lag_log, self.stats_log):
+            log.unlink(missing_ok=True)
+        self.config_path.write_text(json.dumps(config, indent=1))
+        with open(self.stderr_path, "w") as stderr:
+            self._proc = subprocess.Popen(
+                ["ip", "netns", "exec", self.netns, str(binary), "--config", str(self.config_path)],
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.PIPE,
+                stderr=stderr,
+                start_new_session=True,  # a Ctrl-C meant for the caller does not reach it
+            )
+        self.pid = self._proc.pid  # `ip netns exec` execs the emulator: same pid
+        self.pid_path.write_text(f"{self.pid}\n")
+        if not self._wait_ready(timeout_s):
+            self.stop()
+            raise RigError(f"radio network {self.spec.name} did not start: {self._stderr_tail()}")
+
+    def _wait_ready(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        out = self._proc.stdout
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([out], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            line = out.readline()
+            if not line:  # EOF: the process died
+                return False
+            if line.strip() == b"READY":
+                out.close()
+                return True
+        return False
+
+    def _stderr_tail(self) -> str:
+        try:
+            text = self.stderr_path.read_text().strip()
+        except OSError:
+            text = ""
+        return text[-2000:] or "(no output)"
+
+    def _adopt_pid_file(self) -> None:
+        """Finds a process started for this network by another RadioProcess (another CLI call)."""
+        try:
+            pid = int(self.pid_path.read_text())
+        except (OSError, ValueError):
+            return
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+        except OSError:
+            return
+        if str(self.config_path).encode() in cmdline:
+            self.pid = pid
+
+    def alive(self) -> bool:
+        if self._proc is not None:
+            return self._proc.poll() is None
+        if self.pid is None:
+            return False
+        self._adopt_pid_file()  # re-check: the pid may have died and been reused
+        try:
+            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
+            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            return False
+        return str(self.config_path).encode() in cmdline and state != "Z"
+
+    def stop(self) -> None:
+        """SIGTERM, then SIGKILL after 5 s. Idempotent; the TAPs are gone when it returns."""
+        if self.pid is not None and self.alive():
+            self._signal(signal.SIGTERM)
+            if not self._wait_exit(5.0):
+                self._signal(signal.SIGKILL)
+                self._wait_exit(5.0)
+        if self._proc is not None:
+            self._proc.wait()
+            if self._proc.stdout and not self._proc.stdout.closed:
+                self._proc.stdout.close()
+        self.pid_path.unlink(missing_ok=True)
+        self.pid = None
+
+    def _signal(self, sig: int) -> None:
+        try:
+            os.kill(self.pid, sig)
+        except ProcessLookupError:
+            pass
+
+    def _wait_exit(self, timeout_s: float) -> bool:
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline:
+            if self._proc is not None:
+                try:
+                    self._proc.wait(timeout=0.05)
+                    return True
+                except subprocess.TimeoutExpired:
+                    continue
+            if not self.alive():
+                return True
+            time.sleep(0.05)
+        return False
+
+    def lag(self, since: float, until: float) -> LagStats:
+        """Lateness over the per-second windows overlapping [since, until] (unix times).
+
+        p50 is the median of the per-second medians; p99 and max are the largest per-second
+        values (conservative). No samples: samples=0 and NaNs.
+        """
+        rows = [r for r in _read_jsonl(self.lag_log) if _in_window(r, since, until)]
+        if not rows:
+            return LagStats(0, math.nan, math.nan, math.nan)
+        return LagStats(
+            samples=sum(r["n"] for r in rows),
+            p50_ms=statistics.median(r["p50_ms"] for r in rows),
+            p99_ms=max(r["p99_ms"] for r in rows),
+            max_ms=max(r["max_ms"] for r in rows),
+        )
+
+    def station_stats(self, since: float, until: float) -> list[dict]:
+        """Per-station per-second rows (keys: t, station, up_*/down_* frames, bytes,
+        queue_drops, loss_drops, queue) for the seconds overlapping [since, until]."""
+        return [
+            r for r in _read_jsonl(self.stats_log) if "station" in r and _in_window(r, since, until)
+        ]
