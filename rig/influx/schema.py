@@ -50,17 +50,21 @@ def _started_ns(value: object) -> int:
 def run_context(run_dir: Path) -> tuple[dict, dict]:
     """(tags, id fields) shared by every point of a run, from params.json and the campaign."""
     params = json.loads((run_dir / "params.json").read_text())
-    tags = {k: params.get(k) for k in RUN_TAGS}
-    ids = {"run_id": params.get("run_id", run_dir.name), "campaign_id": campaign_id(run_dir.parent.parent)}
+    name, cid = campaign_info(run_dir.parent.parent)
+    tags = {**{k: params.get(k) for k in RUN_TAGS}, "campaign": name}
+    ids = {"run_id": params.get("run_id", run_dir.name), "campaign_id": cid}
     return tags, ids
 
 
-def campaign_id(campaign_dir: Path) -> str | None:
-    for name in ("plan.json", "metadata.json"):
+def campaign_info(campaign_dir: Path) -> tuple[str | None, str | None]:
+    """(campaign name, campaign id). The name, not the directory name, is the tag: a tag value
+    per campaign directory would grow the series index with every nightly run."""
+    for name in ("metadata.json", "plan.json"):
         path = campaign_dir / name
         if path.is_file():
-            return json.loads(path.read_text()).get("campaign_id")
-    return None
+            doc = json.loads(path.read_text())
+            return doc.get("campaign"), doc.get("campaign_id")
+    return None, None
 
 
 def interface_lines(table: pa.Table, tags: dict, ids: dict) -> Iterator[str]:
@@ -130,14 +134,18 @@ def timeseries_lines(run_dir: Path) -> Iterator[str]:
             yield from generic_lines(measurement, table, tags, ids)
 
 
-def summary_lines(rows: list[dict], cid: str | None) -> Iterator[str]:
-    """One `run` point per runs.parquet row, at the run's start time."""
+def summary_lines(rows: list[dict], campaign: tuple[str | None, str | None],
+                  run_started_at: object = None) -> Iterator[str]:
+    """One `run` point per runs.parquet row, at the pair's start time (a pair that never started,
+    e.g. in a failed run, at the run's start from status.json)."""
+    name, cid = campaign
     for row in rows:
-        if row.get("started_at") is None:
+        started = row.get("started_at") or run_started_at
+        if started is None:
             continue
-        tags = {k: row.get(k) for k in SUMMARY_TAGS}
+        tags = {**{k: row.get(k) for k in SUMMARY_TAGS}, "campaign": name or row.get("campaign")}
         fields = {k: row.get(k) for k in SUMMARY_FIELDS}
         fields["campaign_id"] = cid
-        point = line("run", tags, fields, _started_ns(row["started_at"]))
+        point = line("run", tags, fields, _started_ns(started))
         if point:
             yield point

@@ -24,7 +24,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rig.influx.config import InfluxConfig, load_config
-from rig.influx.schema import SCHEMA_VERSION, campaign_id, summary_lines, timeseries_lines
+from rig.influx.schema import SCHEMA_VERSION, campaign_info, summary_lines, timeseries_lines
 
 log = logging.getLogger(__name__)
 MARKER = "influx.json"
@@ -115,7 +115,9 @@ class Sink:
         if rows is None:
             rows = summary_rows(run_dir)
         points = self.write_lines(timeseries_lines(run_dir))
-        points += self.write_lines(summary_lines(rows, campaign_id(run_dir.parent.parent)))
+        status = _read_json(run_dir / "status.json")
+        points += self.write_lines(summary_lines(rows, campaign_info(run_dir.parent.parent),
+                                                 status.get("started_at")))
         # Complete once the run has finished and its summary rows are in; until then
         # `rig sync` writes it again (same timestamps, so nothing is duplicated).
         complete = (run_dir / "status.json").is_file() and bool(rows)
@@ -148,7 +150,10 @@ def summary_rows(run_dir: Path) -> list[dict]:
 
 
 def read_marker(run_dir: Path) -> dict:
-    path = Path(run_dir) / MARKER
+    return _read_json(Path(run_dir) / MARKER)
+
+
+def _read_json(path: Path) -> dict:
     try:
         return json.loads(path.read_text())
     except (OSError, json.JSONDecodeError):

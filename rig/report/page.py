@@ -1,0 +1,127 @@
+"""`rig report`: CAMPAIGN_DIR/report/index.html with its figures as PNG files beside it.
+
+The page is rebuilt as a whole in a temporary directory and swapped in, so a reader never
+sees a report half old and half new.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+from collections import Counter
+from datetime import datetime, timezone
+from pathlib import Path
+
+import jinja2
+import matplotlib.pyplot as plt
+
+from analysis.factors import FACTORS, LABELS, fmt, varied
+from analysis.figures import goodput_figure, ok_rows, path_mbps, per_run_goodput, share_figure
+from analysis.load import load_metadata, load_runs, run_outcomes
+from analysis.stats import mean_ci
+from rig.errors import InputError
+
+TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
+<html lang="en"><head><meta charset="utf-8">
+<title>Campaign {{ meta.campaign }} ({{ meta.campaign_id }})</title>
+<style>
+ body { font-family: sans-serif; margin: 2em auto; max-width: 1200px; color: #222; }
+ table { border-collapse: collapse; margin: 1em 0; font-size: 90%; }
+ th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
+ th { background: #eee; } td.num { text-align: right; }
+ img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+ .bad { color: #a00; } dt { font-weight: bold; float: left; width: 9em; } dd { margin-left: 10em; }
+</style></head><body>
+<h1>Campaign {{ meta.campaign }} <small>({{ meta.campaign_id }})</small></h1>
+<p>{{ counts.recorded }} of {{ counts.planned }} planned runs recorded:
+ {{ counts.ok }} ok, <span class="bad">{{ counts.failed }} failed, {{ counts.invalid }} invalid</span>.
+ Report written {{ written_at }}.</p>
+<dl>
+ <dt>rig</dt><dd>{{ meta.rig }} (version {{ meta.rig_version }}, commit {{ meta.git_commit }})</dd>
+ <dt>host, kernel</dt><dd>{{ meta.host }}, {{ meta.kernel }}</dd>
+ <dt>tools</dt><dd>{% for k, v in (meta.tools or {}).items() %}{{ k }} {{ v }}{% if not loop.last %}, {% endif %}{% endfor %}</dd>
+ <dt>started</dt><dd>{{ meta.started_at }}</dd>
+</dl>
+{% if not figures %}<p class="bad">No successful runs yet: no figures.</p>{% endif %}
+{% for f in figures %}
+<h2 id="factor-{{ f.factor }}">{{ f.label }}</h2>
+<h3>LTE/WiFi throughput share per congestion control</h3>
+<img class="figure share" src="{{ f.share }}" alt="LTE/WiFi throughput share vs {{ f.label }}">
+<h3>Goodput with 95 % confidence intervals over repetitions</h3>
+<img class="figure goodput" src="{{ f.goodput }}" alt="goodput vs {{ f.label }}">
+{% endfor %}
+{% if summary %}
+<h2 id="summary">Per factor combination</h2>
+<table id="summary-table"><tr>{% for c in summary_columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in summary %}<tr>{% for v in row %}<td{% if loop.index > summary_columns|length - 4 %} class="num"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% endif %}
+<h2 id="problems">Invalid and failed runs</h2>
+{% if problems %}
+<table id="problem-table"><tr><th>run</th><th>status</th><th>reason</th><th>parameters</th></tr>
+{% for p in problems %}<tr><td>{{ p.run_id }}</td><td class="bad">{{ p.status }}</td><td>{{ p.reason or "" }}</td><td>{{ p.params }}</td></tr>{% endfor %}
+</table>
+{% else %}<p>None.</p>{% endif %}
+</body></html>
+""")
+
+PARAM_KEYS = ("setup", "homing", "cc", "connections", "volume_bytes", "rcvbuf_bytes", "wifi_standard", "repetition")
+
+
+def _summary(rows: list[dict], factors: list[str]) -> tuple[list[str], list[list[str]]]:
+    """Mean goodput with CI and LTE share per combination of the varied factors and cc."""
+    keys = factors + ["cc"]
+    columns = [LABELS.get(k, k) for k in keys] + ["runs", "goodput Mbit/s", "95 % CI", "LTE share"]
+    combos: dict[tuple, list[dict]] = {}
+    for r in ok_rows(rows):
+        combos.setdefault(tuple(r.get(k) for k in keys), []).append(r)
+    out = []
+    for combo in sorted(combos, key=lambda c: tuple(str(v) for v in c)):
+        cell = combos[combo]
+        ci = mean_ci(list(per_run_goodput(cell).values()))
+        lte = sum(path_mbps(r, "bytes_lte") for r in cell)
+        total = lte + sum(path_mbps(r, "bytes_wifi") for r in cell)
+        half = "-" if ci.n < 2 else f"± {ci.half_width:.2f}"
+        out.append([fmt(k, v) for k, v in zip(keys, combo)]
+                   + [str(ci.n), f"{ci.mean:.2f}", half, f"{lte / total:.0%}" if total else "-"])
+    return columns, out
+
+
+def write_report(campaign_dir: Path) -> Path:
+    campaign_dir = Path(campaign_dir)
+    if not (campaign_dir / "runs.parquet").is_file():
+        raise InputError(str(campaign_dir), "runs.parquet", "missing: not a campaign directory with recorded runs")
+    rows = load_runs(campaign_dir)
+    outcomes = run_outcomes(campaign_dir)
+    plan_file = campaign_dir / "plan.json"
+    planned = len(json.loads(plan_file.read_text()).get("runs", [])) if plan_file.is_file() else len(outcomes)
+    status = Counter(o["status"] for o in outcomes)
+
+    tmp = campaign_dir / ".report.partial"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    figures = []
+    factors = varied(rows) or ["setup"]
+    if ok_rows(rows):
+        for factor in factors:
+            entry = {"factor": factor, "label": LABELS.get(factor, factor).capitalize()}
+            for kind, draw in (("share", share_figure), ("goodput", goodput_figure)):
+                fig = draw(rows, factor)
+                entry[kind] = f"{kind}-{factor}.png"
+                fig.savefig(tmp / entry[kind], dpi=100)
+                plt.close(fig)
+            figures.append(entry)
+    columns, summary = _summary(rows, [f for f in FACTORS if f in varied(rows)])
+    problems = [{"run_id": o["run_id"], "status": o["status"], "reason": o["reason"],
+                 "params": ", ".join(f"{k}={o[k]}" for k in PARAM_KEYS if o.get(k) is not None)}
+                for o in outcomes if o["status"] != "ok"]
+    html = TEMPLATE.render(
+        meta=load_metadata(campaign_dir), figures=figures, summary=summary, summary_columns=columns,
+        problems=problems, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
+                "failed": status["failed"], "invalid": status["invalid"]})
+    (tmp / "index.html").write_text(html)
+    out = campaign_dir / "report"
+    shutil.rmtree(out, ignore_errors=True)
+    tmp.rename(out)
+    return out / "index.html"

@@ -1,0 +1,112 @@
+"""The campaign report, rendered by a real headless Chromium; and its statistics."""
+
+from __future__ import annotations
+
+import math
+import shutil
+import subprocess
+import sys
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+from fixtures.campaign_dir import write_campaign
+from PIL import Image
+
+from analysis.factors import slices, varied
+from analysis.load import load_runs
+from analysis.stats import mean_ci, t975
+
+RIG = str(Path(sys.executable).with_name("rig"))
+CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+LTE_RGB, WIFI_RGB = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)  # the share plots' colours
+
+
+def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
+    binary = shutil.which("chromium")
+    assert binary, "chromium missing: scripts/install.sh installs it (apt-get install chromium)"
+    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.iterdir()))}"
+    profile.mkdir()
+    return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
+                          capture_output=True, text=True, timeout=120)
+
+
+class _Images(HTMLParser):
+    def __init__(self):
+        super().__init__()
+        self.images: list[dict] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        a = dict(attrs)
+        if tag == "img":
+            self.images.append(a)
+        if "id" in a:
+            self.ids.add(a["id"])
+
+
+@pytest.fixture(scope="module")
+def default_like(tmp_path_factory):
+    """A campaign shaped like campaigns/default.yaml: Setups I-III x homing dual/lte/wifi, Cubic."""
+    root = tmp_path_factory.mktemp("report")
+    campaign = write_campaign(root, name="default", ccs=("cubic",), connections=(1,),
+                              setups=("I", "II", "III"), homings=("dual", "lte", "wifi"), repetitions=2)
+    result = subprocess.run([RIG, "report", str(campaign.path)], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    return campaign, campaign.path / "report" / "index.html"
+
+
+def test_report_renders_in_chromium_with_share_figures(default_like, tmp_path):
+    campaign, index = default_like
+    dom = chromium(tmp_path, "--dump-dom", index.as_uri())
+    assert dom.returncode == 0, dom.stderr[-2000:]
+    parsed = _Images()
+    parsed.feed(dom.stdout)
+    share = [i for i in parsed.images if "share" in i.get("class", "")]
+    goodput = [i for i in parsed.images if "goodput" in i.get("class", "")]
+    # the two varied factors of the default campaign: homing and setup
+    assert {i["src"] for i in share} == {"share-homing.png", "share-setup.png"}
+    assert {i["src"] for i in goodput} == {"goodput-homing.png", "goodput-setup.png"}
+    for img in share + goodput:
+        with Image.open(index.parent / img["src"]) as png:
+            assert png.format == "PNG" and png.width > 400
+    assert {"factor-homing", "factor-setup", "problem-table", "summary-table"} <= parsed.ids
+    for run_id, (status, reason) in campaign.bad_runs.items():
+        assert run_id in dom.stdout and reason in dom.stdout
+
+    # What a person sees: the screenshot holds the LTE and WiFi colours of the stacked bars.
+    shot = tmp_path / "report.png"
+    taken = chromium(tmp_path, f"--screenshot={shot}", "--window-size=1280,1400", index.as_uri())
+    assert taken.returncode == 0 and shot.is_file(), taken.stderr[-2000:]
+    with Image.open(shot) as img:
+        colors = img.convert("RGB").getcolors(maxcolors=1 << 20)
+    counts = {rgb: n for n, rgb in colors}
+    assert counts.get(LTE_RGB, 0) > 5000 and counts.get(WIFI_RGB, 0) > 5000
+
+
+def test_report_of_a_sweep_has_one_bar_per_cc(tmp_path):
+    campaign = write_campaign(tmp_path, repetitions=2)  # cubic/lia/olia x 1/5/10 connections
+    rows = load_runs(campaign.path)
+    assert varied(rows) == ["connections"]
+    [(fixed, panel)] = slices(rows, "connections")
+    assert fixed == {} and len(panel) == len(rows)
+    assert subprocess.run([RIG, "report", str(campaign.path)], timeout=120).returncode == 0
+    html = (campaign.path / "report/index.html").read_text()
+    assert 'src="share-connections.png"' in html and 'src="goodput-connections.png"' in html
+    assert "± " in html  # confidence intervals in the per-combination table
+
+
+def test_report_refuses_a_directory_without_runs(tmp_path):
+    result = subprocess.run([RIG, "report", str(tmp_path)], capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "runs.parquet: missing" in result.stderr
+    assert not (tmp_path / "report").exists()
+
+
+def test_confidence_interval_matches_students_t():
+    assert t975(1) == 12.706 and t975(29) == 2.045
+    assert abs(t975(49) - 2.0096) < 0.002  # 50 repetitions, as in seed 002
+    assert abs(t975(10_000) - 1.960) < 0.001
+    ci = mean_ci([10.0, 12.0, 14.0])  # sd 2, n 3: 4.303 * 2 / sqrt(3)
+    assert ci.mean == 12.0 and abs(ci.half_width - 4.303 * 2 / math.sqrt(3)) < 1e-9
+    assert math.isnan(mean_ci([5.0]).half_width) and mean_ci([]).n == 0
