@@ -31,7 +31,7 @@ RUNS_COLUMNS = [
     ("wifi_standard", pa.string()), ("repetition", pa.int32()), ("pair", pa.int32()), ("sender", pa.string()),
     ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
     ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
-    ("status", pa.string()), ("reason", pa.string()),
+    ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -74,6 +74,7 @@ class CampaignStore:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.runs_dir = self.root / "runs"
+        self._rows: list[dict] | None = None  # runs.parquet's rows, read from disk once
 
     # -- creation and discovery ---------------------------------------------------------
 
@@ -155,29 +156,36 @@ class CampaignStore:
             {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details},
         )
         os.rename(part, final)
+        if self._rows is not None:
+            self._rows += self._run_rows(rec.run.run_id)
         return final
 
     # -- the runs table -------------------------------------------------------------------
 
     def rows(self) -> list[dict]:
+        if self._rows is None:
+            self._rows = [row for run_id in sorted(self.finished_ids()) for row in self._run_rows(run_id)]
+        return self._rows
+
+    def _run_rows(self, run_id: str) -> list[dict]:
         campaign = self.root.name
+        d = self.runs_dir / run_id
+        params = json.loads((d / "params.json").read_text())
         out = []
-        for run_id in sorted(self.finished_ids()):
-            d = self.runs_dir / run_id
-            params = json.loads((d / "params.json").read_text())
-            for p in json.loads((d / "pairs.json").read_text()):
-                out.append(
-                    {
-                        "run_id": run_id, "campaign": campaign, "setup": params["setup"], "homing": params["homing"],
-                        "cc": params["cc"], "connections": params["connections"], "volume_bytes": params["volume_bytes"],
-                        "rcvbuf_bytes": params["rcvbuf_bytes"], "wifi_standard": params["wifi_standard"],
-                        "repetition": params["repetition"], "pair": p["pair"], "sender": p["sender"],
-                        "receiver": p["receiver"], "started_at": datetime.fromisoformat(p["started_at"]) if p.get("started_at") else None,
-                        "duration_s": p.get("duration_s"), "goodput_bps": p.get("goodput_bps"),
-                        "bytes_lte": p.get("bytes_lte"), "bytes_wifi": p.get("bytes_wifi"),
-                        "status": p["status"], "reason": p.get("reason"),
-                    }
-                )
+        for p in json.loads((d / "pairs.json").read_text()):
+            out.append(
+                {
+                    "run_id": run_id, "campaign": campaign, "setup": params["setup"], "homing": params["homing"],
+                    "cc": params["cc"], "connections": params["connections"], "volume_bytes": params["volume_bytes"],
+                    "rcvbuf_bytes": params["rcvbuf_bytes"], "wifi_standard": params["wifi_standard"],
+                    "repetition": params["repetition"], "pair": p["pair"], "sender": p["sender"],
+                    "receiver": p["receiver"], "started_at": datetime.fromisoformat(p["started_at"]) if p.get("started_at") else None,
+                    "duration_s": p.get("duration_s"), "goodput_bps": p.get("goodput_bps"),
+                    "bytes_lte": p.get("bytes_lte"), "bytes_wifi": p.get("bytes_wifi"),
+                    "status": p["status"], "reason": p.get("reason"),
+                    "bytes_sent": p.get("bytes_sent"), "bytes_received": p.get("bytes_received"),
+                }
+            )
         return out
 
     def write_runs_table(self) -> Path:

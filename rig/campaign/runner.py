@@ -85,7 +85,7 @@ class _SignalGuard:
             signal.signal(s, h)
 
 
-def _configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits) -> RunContext:
+def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits) -> RunContext:
     """Radios for the block's setup and WiFi standard, then node addresses and receiver routes."""
     rig.attach_radios(settings)
     topo = rig.topo
@@ -136,7 +136,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
                         if agents is None:
                             rig.up(settings)
                             agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
-                        ctx = _configure_setup(rig, agents, settings, campaign.limits)
+                        ctx = configure_setup(rig, agents, settings, campaign.limits)
                         start_servers(ctx, restart=True)
                         radio_key = run.radio_key
                     assert ctx is not None

@@ -31,7 +31,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
     rig = EmulatedRig(prefix)
     topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}))
     for p in topo.pairs:
-        netns.sh(rig.ns(p.sender), node_base_script(topo.interfaces_of(p.sender)) + sender_run_script(p, "dual", "cubic"))
+        netns.sh(rig.ns(p.sender), node_base_script(topo.interfaces_of(p.sender)) + sender_run_script(p, "dual"))
         netns.sh(rig.ns(p.receiver), node_base_script(topo.interfaces_of(p.receiver)) + receiver_setup_script(p))
     # The radio processes must outlive this command: detach them from it.
     for proc in rig.radios.values():

@@ -21,7 +21,7 @@ from rig.run.agents import AgentPool
 from rig.run.judge import judge_run
 from rig.store import RunRecord
 
-START_LEAD_S = 0.25  # T0 this far after the launch requests: enough for every agent to get them
+START_LEAD_S = 0.1  # T0 this far after the launch requests: agents get them in ~2 ms each, in parallel
 IPERF_KEY = "iperf3-client"
 SERVER_KEY = "iperf3-server"
 
@@ -41,22 +41,25 @@ def iso(t: float) -> str:
 def client_argv(run: Run, bind: str, target: str) -> list[str]:
     # mptcpize: Debian's iperf3 3.12 has no native --mptcp; the LD_PRELOAD wrapper makes its
     # sockets MPTCP. -n is the run's whole data volume, split over -P parallel connections.
+    # -C sets the CC per socket; MPTCP passes it on to every subflow.
     return ["mptcpize", "run", "iperf3", "-c", target, "-B", bind, "-P", str(run.connections),
-            "-n", str(run.volume_bytes), "-J", "--connect-timeout", "5000"]
+            "-n", str(run.volume_bytes), "-C", run.cc, "-J", "--connect-timeout", "5000"]
 
 
 def start_servers(ctx: RunContext, restart: bool = False) -> None:
     """A persistent iperf3 server on each receiver (restarted when asked, or when it died)."""
     receivers = [p.receiver for p in ctx.topo.pairs]
 
-    def ensure(agent):
+    def ensure(agent) -> bool:
         if restart or not agent.request("alive", key=SERVER_KEY)["alive"]:
             agent.request("launch", key=SERVER_KEY, argv=["mptcpize", "run", "iperf3", "-s"], at=None)
+            return True
+        return False
 
-    ctx.agents.each(receivers, ensure)
-    # The servers listen within milliseconds; check rather than trust it.
+    launched = ctx.agents.each(receivers, ensure)
+    # A new server listens within milliseconds; check rather than trust it.
     deadline = time.monotonic() + 5
-    pending = set(receivers)
+    pending = {h for h, new in launched.items() if new}
     while pending and time.monotonic() < deadline:
         up = ctx.agents.each(sorted(pending), lambda a: a.sh("ss -Hltn 'sport = :5201' | grep -q .", check=False)["rc"] == 0)
         pending = {h for h, ok in up.items() if not ok}
@@ -99,8 +102,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     by_sender = {p.sender: p for p in topo.pairs}
     started_at = time.time()
 
-    ctx.agents.each(senders, lambda a: a.sh(sender_run_script(by_sender[a.host], run.homing, run.cc)))
-    ctx.agents.each(receivers, lambda a: a.sh(receiver_run_script(run.rcvbuf_bytes, run.cc)))
+    ctx.agents.each(senders, lambda a: a.sh(sender_run_script(by_sender[a.host], run.homing)))
+    ctx.agents.each(receivers, lambda a: a.sh(receiver_run_script(run.rcvbuf_bytes)))
     start_servers(ctx)
 
     mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
@@ -132,13 +135,15 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
             doc = {"error": "iperf3 printed no JSON", "stdout": res.get("stdout", "")[-2000:]}
         doc["_rig"] = {k: res.get(k) for k in ("started_at", "ended_at", "rc", "stderr", "timed_out")}
         iperf[s] = doc
-        recv = (doc.get("end") or {}).get("sum_received") or {}
+        end = doc.get("end") or {}
+        recv, sent = end.get("sum_received") or {}, end.get("sum_sent") or {}
         pairs.append({
             "pair": p.index, "sender": s, "receiver": p.receiver,
             "started_at": iso(res["started_at"]) if res.get("started_at") else None,
             "duration_s": recv.get("seconds"),
             "goodput_bps": recv.get("bits_per_second"),
-            "bytes_iperf": recv.get("bytes"),
+            "bytes_sent": sent.get("bytes"),  # what the sending application wrote
+            "bytes_received": recv.get("bytes"),  # what the receiving application read by the test's end
             "bytes_wifi": tx_delta(samples[s], p.sender_wifi.ifname),
             "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
         })

@@ -39,9 +39,12 @@ def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, li
         return "invalid", "connection was not MPTCP (no MP_CAPABLE handshake)"
 
     if run.homing == "dual":
+        # Every data connection must have joined its LTE subflow (the WiFi one is the initial).
+        if delta.get("MPTcpExtMPJoinSynAckRx", 0) < run.connections:
+            return "invalid", "used only the WiFi path (the LTE subflow never joined)"
         total = pair["bytes_wifi"] + pair["bytes_lte"]
         for path in ("wifi", "lte"):
-            if total and pair[f"bytes_{path}"] < limits.min_path_share * total:
+            if limits.min_path_share and total and pair[f"bytes_{path}"] < limits.min_path_share * total:
                 other = "LTE" if path == "wifi" else "WiFi"
                 return "invalid", f"used only the {other} path ({path} carried {pair[f'bytes_{path}']} of {total} bytes)"
     return "ok", None

@@ -1,0 +1,71 @@
+"""Runs that complete but not as configured are recorded as invalid, with the reason.
+
+Each case breaks one thing on a real emulated rig and executes one real run.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from rig.campaign.model import Limits, parse_campaign
+from rig.campaign.plan import expand
+from rig.campaign.runner import configure_setup
+from rig.emu.rig import EmulatedRig, RadioSettings
+from rig.run.agents import AgentPool
+from rig.run.execute import SERVER_KEY, execute_run, start_servers
+from rig.transport.netns import NetnsTransport
+
+pytestmark = pytest.mark.emulated
+
+CAMPAIGN = "name: v\nsetups: [I]\npairs: 1\nfactors: {volume: [4MB]}\n"
+
+
+@pytest.fixture
+def one_pair_rig(emulator, rig_prefix):
+    rig = EmulatedRig(rig_prefix)
+    settings = RadioSettings("I", "n5", "band7-10mhz", 1, {})
+    rig.up(settings)
+    agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
+    try:
+        ctx = configure_setup(rig, agents, settings, Limits(run_timeout_s=30, max_lag_p99_ms=200))
+        start_servers(ctx, restart=True)
+        yield rig, ctx
+    finally:
+        agents.close()
+        rig.down()
+
+
+def _run():
+    return expand(parse_campaign(CAMPAIGN, "v")).runs[0]
+
+
+def test_healthy_run_is_ok(one_pair_rig):
+    _, ctx = one_pair_rig
+    rec = execute_run(ctx, _run())
+    assert rec.status == "ok", rec.reason
+    assert rec.pairs[0]["bytes_lte"] > 0 and rec.pairs[0]["bytes_wifi"] > 0
+
+
+def test_fallback_to_tcp_is_invalid(one_pair_rig):
+    rig, ctx = one_pair_rig
+    # The receiver's server is plain TCP: the sender's MP_CAPABLE SYN gets a plain SYN-ACK.
+    ctx.agents["r1"].request("launch", key=SERVER_KEY, argv=["iperf3", "-s"], at=None)
+    ctx.agents["r1"].sh("for i in $(seq 50); do ss -Hltn 'sport = :5201' | grep -q . && exit 0; sleep 0.05; done; exit 1")
+    rec = execute_run(ctx, _run())
+    assert rec.status == "invalid" and "fell back to plain TCP" in rec.reason, rec.reason
+
+
+def test_unused_path_is_invalid(one_pair_rig):
+    rig, ctx = one_pair_rig
+    ctx.agents["r1"].sh("ip mptcp endpoint flush")  # no B address announced: no LTE subflow
+    rec = execute_run(ctx, _run())
+    assert rec.status == "invalid" and "used only the WiFi path" in rec.reason, rec.reason
+
+
+def test_dead_emulator_is_invalid(one_pair_rig):
+    rig, ctx = one_pair_rig
+    rec_ok = execute_run(ctx, _run())
+    assert rec_ok.status == "ok", rec_ok.reason
+    ctx.radios["ap2"].stop()  # the receivers' BSS disappears
+    rec = execute_run(ctx, _run())
+    assert rec.status in ("invalid", "failed") and "emulator for ap2 exited" in rec.reason, rec.reason
