@@ -25,8 +25,9 @@ LTE_COLOR, WIFI_COLOR = "#1f77b4", "#ff7f0e"
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
 
-def ok_rows(rows: list[dict]) -> list[dict]:
-    return [r for r in rows if r.get("status") == "ok" and r.get("duration_s")]
+def measured(rows: list[dict]) -> list[dict]:
+    """Rows with a transfer to plot. Which statuses count (ok only, by default) is the caller's choice."""
+    return [r for r in rows if r.get("duration_s")]
 
 
 def path_mbps(row: dict, column: str) -> float:
@@ -60,7 +61,7 @@ def _finish(fig: Figure, factor: str, what: str, hidden: int) -> Figure:
 
 
 def share_figure(rows: list[dict], factor: str) -> Figure:
-    data = ok_rows(rows)
+    data = measured(rows)
     groups = slices(data, factor)
     fig, axes = _panels(min(len(groups), MAX_PANELS))
     ccs = _cc_list(data)
@@ -68,6 +69,7 @@ def share_figure(rows: list[dict], factor: str) -> Figure:
         values = ordered(factor, [r.get(factor) for r in panel])
         bar, xs = _grouped_positions(len(values), len(ccs))
         cells = defaultdict(list)
+        top = 0.0
         for r in panel:
             cells[(r.get(factor), r["cc"])].append(r)
         for gi, value in enumerate(values):
@@ -80,13 +82,14 @@ def share_figure(rows: list[dict], factor: str) -> Figure:
                 x, hatch = xs[gi][bi], HATCHES[bi % len(HATCHES)]
                 ax.bar(x, lte, bar * 0.95, color=LTE_COLOR, hatch=hatch, edgecolor="white")
                 ax.bar(x, wifi, bar * 0.95, bottom=lte, color=WIFI_COLOR, hatch=hatch, edgecolor="white")
+                top = max(top, lte + wifi)
                 if lte + wifi > 0:
                     ax.text(x, lte + wifi, f"{wifi / (lte + wifi):.0%}", ha="center", va="bottom", fontsize=7)
         ax.set_xticks(range(len(values)), [fmt(factor, v) for v in values])
         ax.set_xlabel(LABELS.get(factor, factor))
         ax.set_ylabel("throughput per sender (Mbit/s)")
         ax.set_title(title(fixed), fontsize=9)
-        ax.margins(y=0.12)
+        ax.set_ylim(0, top * 1.15 or 1)  # room for the share labels
     handles = [plt.Rectangle((0, 0), 1, 1, color=LTE_COLOR), plt.Rectangle((0, 0), 1, 1, color=WIFI_COLOR)]
     labels = ["LTE", "WiFi"]
     for bi, cc in enumerate(ccs):
@@ -101,7 +104,7 @@ def share_figure(rows: list[dict], factor: str) -> Figure:
 def per_run_goodput(rows: list[dict]) -> dict[str, float]:
     """run_id -> mean goodput per sender of that run (Mbit/s), over its ok pairs."""
     per_run = defaultdict(list)
-    for r in ok_rows(rows):
+    for r in measured(rows):
         if r.get("goodput_bps") is not None:
             per_run[r["run_id"]].append(r["goodput_bps"] / 1e6)
     return {run: sum(g) / len(g) for run, g in per_run.items()}
@@ -116,7 +119,7 @@ def goodput_cells(rows: list[dict], factor: str) -> dict:
 
 
 def goodput_figure(rows: list[dict], factor: str) -> Figure:
-    data = ok_rows(rows)
+    data = measured(rows)
     groups = slices(data, factor)
     fig, axes = _panels(min(len(groups), MAX_PANELS))
     ccs = _cc_list(data)

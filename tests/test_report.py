@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 import subprocess
@@ -9,6 +10,8 @@ import sys
 from html.parser import HTMLParser
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 from fixtures.campaign_dir import write_campaign
 from PIL import Image
@@ -110,3 +113,20 @@ def test_confidence_interval_matches_students_t():
     ci = mean_ci([10.0, 12.0, 14.0])  # sd 2, n 3: 4.303 * 2 / sqrt(3)
     assert ci.mean == 12.0 and abs(ci.half_width - 4.303 * 2 / math.sqrt(3)) < 1e-9
     assert math.isnan(mean_ci([5.0]).half_width) and mean_ci([]).n == 0
+
+
+def test_invalid_runs_are_plotted_only_on_request_and_marked(tmp_path):
+    campaign = write_campaign(tmp_path, ccs=("olia",), connections=(1, 5), repetitions=1)
+    # A loaded host: every run completed but the emulator lagged.
+    runs = pq.read_table(campaign.path / "runs.parquet")
+    runs = runs.set_column(runs.column_names.index("status"), "status", pa.array(["invalid"] * runs.num_rows))
+    pq.write_table(runs, campaign.path / "runs.parquet")
+    for status_file in campaign.path.glob("runs/*/status.json"):
+        status = json.loads(status_file.read_text())
+        status_file.write_text(json.dumps({**status, "status": "invalid", "reason": "emulator lagged"}))
+    assert subprocess.run([RIG, "report", str(campaign.path)], timeout=120).returncode == 0
+    html = (campaign.path / "report/index.html").read_text()
+    assert "<img" not in html and "--include-invalid" in html
+    assert subprocess.run([RIG, "report", "--include-invalid", str(campaign.path)], timeout=120).returncode == 0
+    html = (campaign.path / "report/index.html").read_text()
+    assert 'id="invalid-warning"' in html and 'src="share-connections.png"' in html

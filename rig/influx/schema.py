@@ -31,8 +31,7 @@ SCHEMA_VERSION = 1
 RUN_TAGS = ("campaign", "setup", "homing", "cc", "wifi_standard")
 # Factors of a run summary: few values per campaign, and what a dashboard groups by.
 SUMMARY_TAGS = RUN_TAGS + ("connections", "volume_bytes", "rcvbuf_bytes", "sender", "receiver")
-SUMMARY_FIELDS = ("run_id", "repetition", "pair", "duration_s", "goodput_bps", "bytes_lte",
-                  "bytes_wifi", "status", "reason")
+NOT_FIELDS = ("campaign", "started_at")  # the tag (campaign name) and the timestamp
 # String columns that name one flow/address/id rather than a category: kept out of the series key.
 ID_LIKE = {"run_id", "campaign_id", "local", "remote", "src", "dst", "saddr", "daddr", "address",
            "flow", "token", "connection"}
@@ -144,7 +143,8 @@ def summary_lines(rows: list[dict], campaign: tuple[str | None, str | None],
         if started is None:
             continue
         tags = {**{k: row.get(k) for k in SUMMARY_TAGS}, "campaign": name or row.get("campaign")}
-        fields = {k: row.get(k) for k in SUMMARY_FIELDS}
+        # every other column too (the run store may add some): the point is the whole row
+        fields = {k: v for k, v in row.items() if k not in SUMMARY_TAGS and k not in NOT_FIELDS}
         fields["campaign_id"] = cid
         point = line("run", tags, fields, _started_ns(started))
         if point:

@@ -9,9 +9,11 @@ import click
 
 @click.command()
 @click.argument("campaign_dir", type=click.Path(path_type=Path))
-def report(campaign_dir: Path) -> None:
+@click.option("--include-invalid", is_flag=True,
+              help="also plot runs that completed but failed validation (marked on the page)")
+def report(campaign_dir: Path, include_invalid: bool) -> None:
     """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures."""
     from rig.report.page import write_report
 
-    out = write_report(campaign_dir)
+    out = write_report(campaign_dir, include_invalid)
     click.echo(f"report: {out}")

@@ -16,7 +16,7 @@ import jinja2
 import matplotlib.pyplot as plt
 
 from analysis.factors import FACTORS, LABELS, fmt, varied
-from analysis.figures import goodput_figure, ok_rows, path_mbps, per_run_goodput, share_figure
+from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodput, share_figure
 from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
 from rig.errors import InputError
@@ -42,7 +42,10 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
  <dt>tools</dt><dd>{% for k, v in (meta.tools or {}).items() %}{{ k }} {{ v }}{% if not loop.last %}, {% endif %}{% endfor %}</dd>
  <dt>started</dt><dd>{{ meta.started_at }}</dd>
 </dl>
-{% if not figures %}<p class="bad">No successful runs yet: no figures.</p>{% endif %}
+{% if include_invalid %}<p class="bad" id="invalid-warning"><b>Figures and table include INVALID runs</b>
+ (completed, but failed validation); do not use them for conclusions.</p>{% endif %}
+{% if not figures %}<p class="bad">No successful runs yet: no figures{% if counts.invalid %}
+ (<code>rig report --include-invalid</code> plots the invalid ones){% endif %}.</p>{% endif %}
 {% for f in figures %}
 <h2 id="factor-{{ f.factor }}">{{ f.label }}</h2>
 <h3>LTE/WiFi throughput share per congestion control</h3>
@@ -73,7 +76,7 @@ def _summary(rows: list[dict], factors: list[str]) -> tuple[list[str], list[list
     keys = factors + ["cc"]
     columns = [LABELS.get(k, k) for k in keys] + ["runs", "goodput Mbit/s", "95 % CI", "LTE share"]
     combos: dict[tuple, list[dict]] = {}
-    for r in ok_rows(rows):
+    for r in measured(rows):
         combos.setdefault(tuple(r.get(k) for k in keys), []).append(r)
     out = []
     for combo in sorted(combos, key=lambda c: tuple(str(v) for v in c)):
@@ -87,11 +90,15 @@ def _summary(rows: list[dict], factors: list[str]) -> tuple[list[str], list[list
     return columns, out
 
 
-def write_report(campaign_dir: Path) -> Path:
+def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
+    """Figures from the ok runs; with include_invalid also from runs that completed but failed
+    validation (e.g. the emulator lagged), marked as such on the page."""
     campaign_dir = Path(campaign_dir)
     if not (campaign_dir / "runs.parquet").is_file():
         raise InputError(str(campaign_dir), "runs.parquet", "missing: not a campaign directory with recorded runs")
-    rows = load_runs(campaign_dir)
+    all_rows = load_runs(campaign_dir)
+    plotted = {"ok", "invalid"} if include_invalid else {"ok"}
+    rows = [r for r in all_rows if r.get("status") in plotted]
     outcomes = run_outcomes(campaign_dir)
     plan_file = campaign_dir / "plan.json"
     planned = len(json.loads(plan_file.read_text()).get("runs", [])) if plan_file.is_file() else len(outcomes)
@@ -102,7 +109,7 @@ def write_report(campaign_dir: Path) -> Path:
     tmp.mkdir()
     figures = []
     factors = varied(rows) or ["setup"]
-    if ok_rows(rows):
+    if measured(rows):
         for factor in factors:
             entry = {"factor": factor, "label": LABELS.get(factor, factor).capitalize()}
             for kind, draw in (("share", share_figure), ("goodput", goodput_figure)):
@@ -117,7 +124,7 @@ def write_report(campaign_dir: Path) -> Path:
                 for o in outcomes if o["status"] != "ok"]
     html = TEMPLATE.render(
         meta=load_metadata(campaign_dir), figures=figures, summary=summary, summary_columns=columns,
-        problems=problems, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
+        problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
                 "failed": status["failed"], "invalid": status["invalid"]})
     (tmp / "index.html").write_text(html)
