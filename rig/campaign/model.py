@@ -89,7 +89,7 @@ class Campaign(_Strict):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
     description: str = ""
     setups: list[Setup] = Field(default=list(SETUPS), min_length=1)
-    pairs: int = Field(default=5, ge=1, le=40)
+    pairs: int = Field(default=5, ge=1, le=9)  # host ids 10+i (senders) and 20+i (receivers)
     repetitions: int = Field(default=1, ge=1, le=1000)
     seed: int = Field(default=1, ge=0)
     blocking: list[str] = Field(default=["setup", "wifi_standard"])

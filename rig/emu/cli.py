@@ -18,7 +18,7 @@ def emu() -> None:
 @click.option("--setup", type=click.Choice(SETUPS), default="I", show_default=True)
 @click.option("--wifi", "wifi_standard", default="n5", show_default=True, help="WiFi profile (radio-configs/wifi).")
 @click.option("--lte", "lte_profile", default="band7-10mhz", show_default=True, help="LTE profile (radio-configs/lte).")
-@click.option("--pairs", type=click.IntRange(1, 40), default=5, show_default=True)
+@click.option("--pairs", type=click.IntRange(1, 9), default=5, show_default=True)
 @click.option("--prefix", default="rig", show_default=True)
 def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""

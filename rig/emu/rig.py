@@ -19,7 +19,8 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from rig.emu import netns
-from rig.emu.topology import CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_SUBNETS, RadioInterface, Topology, gateway_address, topology
+from rig.emu.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
+                              attachments_of, gateway_address, topology)
 from rig.errors import RigError
 
 DEFAULT_PREFIX = "rig"
@@ -93,7 +94,7 @@ class EmulatedRig:
             netns.ip_batch(core, [f"addr add {net.network_address + 1}/{net.prefixlen} dev {host}", f"link set {host} up"])
             netns.ip_batch(self.ns(host), [f"addr add {net.network_address + 2}/{net.prefixlen} dev eth0", "link set eth0 up",
                                            f"route add default via {net.network_address + 1}"])
-        for network, (subnet, _) in RADIO_SUBNETS.items():
+        for subnet, network in ATTACHMENTS.values():
             via = IPv4Network(CORE_LINKS[GATEWAY_HOST[network]]).network_address + 2
             netns.ip("route", "add", subnet, "via", str(via), netns=core)
         for host in INFRA_HOSTS:  # routers: forward, and never redirect a hairpinned packet
@@ -108,7 +109,7 @@ class EmulatedRig:
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
         workdir = self.state_dir / "radios"
         workdir.mkdir(parents=True, exist_ok=True)
-        for network, (subnet, kind) in RADIO_SUBNETS.items():
+        for network, kind in RADIO_NETWORKS.items():
             stations = self.topo.stations(network)
             if not stations:
                 continue
@@ -121,9 +122,9 @@ class EmulatedRig:
             proc.start()
             self.radios[network] = proc
             gw_ns = self.ns(GATEWAY_HOST[network])
-            net = IPv4Network(subnet)
             self._move_tap(spec.gateway_tap, gw_ns, "radio0")
-            netns.ip_batch(gw_ns, [f"addr add {gateway_address(network)}/{net.prefixlen} dev radio0", "link set radio0 up"])
+            netns.ip_batch(gw_ns, [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
+                                   for a in attachments_of(network)] + ["link set radio0 up"])
             netns.sh(gw_ns, "sysctl -qw net.ipv4.conf.radio0.send_redirects=0")
             for s in stations:
                 self._move_tap(_tap_name(network, s), self.ns(s.host), s.ifname)

@@ -21,15 +21,21 @@ Setup = Literal["I", "II", "III"]
 SETUPS: tuple[Setup, ...] = ("I", "II", "III")
 PathKind = Literal["wifi", "lte"]
 
-# Radio networks: name -> (subnet, kind). The gateway (AP or the EPC's PGW side) is .1.
-RADIO_SUBNETS: dict[str, tuple[str, PathKind]] = {
-    "ap1": ("10.11.0.0/24", "wifi"),
-    "ap2": ("10.12.0.0/24", "wifi"),
-    "ap3": ("10.13.0.0/24", "wifi"),
-    "cell": ("10.45.0.0/24", "lte"),  # Open5GS's default UE pool lives in 10.45.0.0/16
+# The same address plan as the physical lab (ansible/group_vars/all/network.yml): one subnet per
+# attachment, the gateway (AP, or the EPC's PGW side) at .1. AP2 serves two subnets on one BSS,
+# so in Setup III a receiver's two interfaces on AP2 are still in different subnets.
+ATTACHMENTS: dict[str, tuple[str, str]] = {  # attachment -> (subnet, radio network)
+    "ap1": ("10.1.1.0/24", "ap1"),
+    "ap2": ("10.1.2.0/24", "ap2"),
+    "ap2b": ("10.1.4.0/24", "ap2"),
+    "ap3": ("10.1.3.0/24", "ap3"),
+    "cell": ("10.45.0.0/16", "cell"),  # Open5GS's default UE pool
 }
+# Radio networks (one ns-3 process each): name -> kind.
+RADIO_NETWORKS: dict[str, PathKind] = {"ap1": "wifi", "ap2": "wifi", "ap3": "wifi", "cell": "lte"}
 # Which host owns each radio network's gateway side.
 GATEWAY_HOST = {"ap1": "ap1", "ap2": "ap2", "ap3": "ap3", "cell": "epc"}
+SENDER_HOST_ID, RECEIVER_HOST_ID = 10, 20  # node i has host part 10+i / 20+i on every attachment
 # Wired links between the core router and the AP / EPC hosts: host -> core-side /24.
 CORE_LINKS = {"ap1": "10.0.1.0/24", "ap2": "10.0.2.0/24", "ap3": "10.0.3.0/24", "epc": "10.0.4.0/24"}
 
@@ -43,17 +49,22 @@ class RadioInterface:
 
     host: str
     ifname: str  # name inside the node (wlan0, lte0, wlan1)
-    network: str  # ap1 | ap2 | ap3 | cell
+    attachment: str  # ap1 | ap2 | ap2b | ap3 | cell: the subnet
     address: IPv4Address
     path: PathKind
 
     @property
+    def network(self) -> str:
+        """The radio network (BSS or cell) the interface is attached to."""
+        return ATTACHMENTS[self.attachment][1]
+
+    @property
     def gateway(self) -> IPv4Address:
-        return gateway_address(self.network)
+        return gateway_address(self.attachment)
 
     @property
     def prefixlen(self) -> int:
-        return IPv4Network(RADIO_SUBNETS[self.network][0]).prefixlen
+        return IPv4Network(ATTACHMENTS[self.attachment][0]).prefixlen
 
     @property
     def table(self) -> int:
@@ -98,22 +109,26 @@ class Topology:
 INFRA_HOSTS = ("ap1", "ap2", "ap3", "epc", "core")
 
 
-def gateway_address(network: str) -> IPv4Address:
-    return IPv4Network(RADIO_SUBNETS[network][0]).network_address + 1
+def gateway_address(attachment: str) -> IPv4Address:
+    return IPv4Network(ATTACHMENTS[attachment][0]).network_address + 1
 
 
-def _station(host: str, ifname: str, network: str, host_octet: int) -> RadioInterface:
-    subnet, kind = RADIO_SUBNETS[network]
-    return RadioInterface(host, ifname, network, IPv4Network(subnet).network_address + host_octet, kind)
+def attachments_of(network: str) -> list[str]:
+    return [a for a, (_, n) in ATTACHMENTS.items() if n == network]
+
+
+def _station(host: str, ifname: str, attachment: str, host_id: int) -> RadioInterface:
+    subnet, network = ATTACHMENTS[attachment]
+    return RadioInterface(host, ifname, attachment, IPv4Network(subnet).network_address + host_id, RADIO_NETWORKS[network])
 
 
 def topology(setup: Setup, pairs: int = 5) -> Topology:
     """Senders s1..sN and receivers r1..rN wired as seed 002's Setup I, II or III."""
     if setup not in SETUPS:
         raise ValueError(f"unknown setup {setup!r}")
-    if not 1 <= pairs <= 80:
-        raise ValueError("pairs must be 1..80")
-    b_network, b_ifname = {"I": ("cell", "lte0"), "II": ("ap3", "wlan1"), "III": ("ap2", "wlan1")}[setup]
+    if not 1 <= pairs <= 9:
+        raise ValueError("pairs must be 1..9")
+    b_attachment, b_ifname = {"I": ("cell", "lte0"), "II": ("ap3", "wlan1"), "III": ("ap2b", "wlan1")}[setup]
     out = []
     for i in range(1, pairs + 1):
         s, r = f"s{i}", f"r{i}"
@@ -122,10 +137,10 @@ def topology(setup: Setup, pairs: int = 5) -> Topology:
                 index=i,
                 sender=s,
                 receiver=r,
-                sender_wifi=_station(s, "wlan0", "ap1", 10 + i),
-                sender_lte=_station(s, "lte0", "cell", 10 + i),
-                receiver_a=_station(r, "wlan0", "ap2", 10 + i),
-                receiver_b=_station(r, b_ifname, b_network, 100 + i),
+                sender_wifi=_station(s, "wlan0", "ap1", SENDER_HOST_ID + i),
+                sender_lte=_station(s, "lte0", "cell", SENDER_HOST_ID + i),
+                receiver_a=_station(r, "wlan0", "ap2", RECEIVER_HOST_ID + i),
+                receiver_b=_station(r, b_ifname, b_attachment, RECEIVER_HOST_ID + i),
             )
         )
     return Topology(setup, tuple(out))
