@@ -135,3 +135,15 @@ def test_bad_input_exits_2_and_writes_nothing(exported, tmp_path):
     assert exists.returncode == 2 and "--to: exists" in exists.stderr
     assert rig("export", str(campaign.path)).returncode == 2
     assert not (tmp_path / "out").exists()
+
+
+def test_leftovers_of_a_crash_are_not_exported(tmp_path):
+    campaign = write_campaign(tmp_path / "results", repetitions=1, connections=(1,))
+    recorded = campaign.path / "runs" / campaign.run_ids[0]
+    partial = campaign.path / "runs" / f".partial-{campaign.run_ids[0]}x"
+    subprocess.run(["cp", "-a", str(recorded), str(partial)], check=True)
+    (partial / "status.json").unlink()
+    bundle = export_campaign(campaign.path, tmp_path / "bundle")
+    series = pq.read_table(bundle / "data/interfaces.parquet")
+    assert series.num_rows == campaign.interface_samples
+    assert set(series.column("run_id").to_pylist()) == set(campaign.run_ids)

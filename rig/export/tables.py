@@ -47,7 +47,10 @@ def series_files(campaign_dir: Path) -> dict[str, list[tuple[str, Path]]]:
     """name -> [(run_id, file)] for every time series of every run, in run order."""
     out: dict[str, list[tuple[str, Path]]] = {}
     for path in sorted((campaign_dir / "runs").glob("*/timeseries/*.parquet")):
-        out.setdefault(path.stem, []).append((path.parent.parent.name, path))
+        run_dir = path.parent.parent
+        # only recorded runs: not a crash's leftover .partial-<id>, not one still being written
+        if not run_dir.name.startswith(".") and (run_dir / "status.json").is_file():
+            out.setdefault(path.stem, []).append((run_dir.name, path))
     return out
 
 

@@ -26,7 +26,7 @@ def run_dirs(campaign_dir: Path) -> list[Path]:
     runs = Path(campaign_dir) / "runs"
     if not (Path(campaign_dir) / "plan.json").is_file() or not runs.is_dir():
         raise InputError(str(campaign_dir), "-", "not a campaign directory (no plan.json and runs/)")
-    return sorted(p for p in runs.iterdir() if p.is_dir())
+    return sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith("."))  # not .partial-*
 
 
 def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
