@@ -1,0 +1,216 @@
+"""Coupled MPTCP congestion controls (lia, olia, balia) on this host's kernel.
+
+Upstream Linux MPTCP has no coupled congestion control; nodes/bpf/ provides LIA, OLIA and
+BALIA as BPF struct_ops tcp_congestion_ops. This module builds them (CO-RE, against the
+running kernel's BTF), registers them with bpftool, removes them again, and reports which
+congestion control each subflow actually ran. On the out-of-tree MPTCP kernel (v0.9x) the
+same names are its native modules, which are loaded instead of building anything.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shutil
+import subprocess
+import time
+from collections.abc import Iterable
+from pathlib import Path
+
+from rig.errors import RigError
+
+COUPLED = ("lia", "olia", "balia")
+
+BPF_DIR = Path(__file__).resolve().parent.parent / "nodes" / "bpf"
+# Build products (vmlinux.h is ~3 MB and kernel-specific): outside git, overridable per host.
+BUILD_DIR = Path(os.environ.get("RIG_BPF_BUILD", BPF_DIR / "build"))
+BTF = Path("/sys/kernel/btf/vmlinux")
+MAP_PREFIX = "rig_"  # our struct_ops maps are rig_lia, rig_olia, rig_balia
+OUT_OF_TREE_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia"}
+
+_SYSCTL = Path("/proc/sys/net/ipv4")
+
+
+def _read_list(path: Path) -> list[str]:
+    try:
+        return path.read_text().split()
+    except OSError:
+        return []
+
+
+def _run(argv: list[str], timeout: float = 120) -> subprocess.CompletedProcess:
+    try:
+        return subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except FileNotFoundError as e:
+        raise RigError(f"{argv[0]} not found: install it (see docs/congestion-control.md)") from e
+    except subprocess.TimeoutExpired as e:
+        raise RigError(f"{' '.join(argv)} did not finish in {timeout:.0f} s") from e
+
+
+def _in_netns(netns: str | None, argv: list[str]) -> list[str]:
+    return ["ip", "netns", "exec", netns, *argv] if netns else argv
+
+
+def available() -> set[str]:
+    """Congestion controls this host's kernel can run now."""
+    return set(_read_list(_SYSCTL / "tcp_available_congestion_control"))
+
+
+def out_of_tree_mptcp() -> bool:
+    """True on the multipath-tcp.org kernel (v0.9x), whose sysctls are net.mptcp.mptcp_*."""
+    return Path("/proc/sys/net/mptcp/mptcp_enabled").exists()
+
+
+def _check_name(name: str) -> None:
+    if name not in COUPLED:
+        raise RigError(f"{name!r} is not one of the coupled congestion controls {', '.join(COUPLED)}")
+
+
+def explain(name: str) -> str | None:
+    """Why `name` cannot run on this host (for `rig doctor`), None if it can."""
+    if name in available():
+        return None
+    if name not in COUPLED:
+        return f"{name} is not in tcp_available_congestion_control and the rig does not provide it"
+    if out_of_tree_mptcp():
+        return f"out-of-tree MPTCP kernel without module {OUT_OF_TREE_MODULES[name]} loaded (modprobe it)"
+    if not Path("/proc/sys/net/mptcp/enabled").exists():
+        return "kernel has no MPTCP (CONFIG_MPTCP)"
+    if not BTF.exists():
+        return f"kernel has no BTF ({BTF}); BPF congestion controls need CONFIG_DEBUG_INFO_BTF"
+    missing = [tool for tool in ("bpftool", "clang", "make") if shutil.which(tool) is None]
+    if missing:
+        return f"missing {', '.join(missing)} to build/register the BPF congestion control"
+    if not (BPF_DIR / f"{name}.bpf.c").exists():
+        return f"BPF sources not found in {BPF_DIR}"
+    if os.geteuid() != 0:
+        return "not registered, and registering needs root"
+    return "not registered yet (rig cc register, or ensure_registered())"
+
+
+def build() -> Path:
+    """Build the BPF objects for the running kernel (make is incremental); return the build dir."""
+    p = _run(["make", "-s", "-C", str(BPF_DIR), f"BUILD={BUILD_DIR}"], timeout=300)
+    if p.returncode != 0:
+        raise RigError(f"building {BPF_DIR} failed: {p.stderr.strip()[-500:]}")
+    return BUILD_DIR
+
+
+def _our_struct_ops() -> dict[str, int]:
+    """Our registered struct_ops maps: CC name -> map id."""
+    p = _run(["bpftool", "-j", "struct_ops", "show"])
+    if p.returncode != 0:
+        raise RigError(f"bpftool struct_ops show failed: {p.stderr.strip()}")
+    ours = {}
+    for entry in json.loads(p.stdout or "[]"):
+        name = entry.get("name", "")
+        if name.startswith(MAP_PREFIX) and name[len(MAP_PREFIX):] in COUPLED:
+            ours[name[len(MAP_PREFIX):]] = entry["id"]
+    return ours
+
+
+def ensure_registered(names: Iterable[str]) -> None:
+    """Build if needed and register the coupled CCs among `names` not yet runnable. Idempotent."""
+    wanted = sorted(set(names))
+    for name in wanted:
+        _check_name(name)
+    missing = [n for n in wanted if n not in available()]
+    if not missing:
+        return
+    if out_of_tree_mptcp():  # the names are the kernel's own modules
+        for name in missing:
+            p = _run(["modprobe", OUT_OF_TREE_MODULES[name]])
+            if p.returncode != 0:
+                raise RigError(f"modprobe {OUT_OF_TREE_MODULES[name]} failed: {p.stderr.strip()}")
+        return
+    for name in missing:
+        why = explain(name)
+        if why and not why.startswith("not registered yet"):
+            raise RigError(f"cannot register {name}: {why}")
+    build_dir = build()
+    for name in missing:
+        p = _run(["bpftool", "struct_ops", "register", str(build_dir / f"{name}.bpf.o")])
+        if name not in available():  # another caller may have won the race: that is fine
+            detail = (p.stderr.strip() or p.stdout.strip())[-800:]
+            raise RigError(f"registering {name} failed: {detail}")
+
+
+def unregister_all() -> None:
+    """Remove our struct_ops maps; waits until the kernel has dropped the CCs."""
+    for name, map_id in _our_struct_ops().items():
+        p = _run(["bpftool", "struct_ops", "unregister", "id", str(map_id)])
+        if p.returncode != 0 and name in _our_struct_ops():
+            raise RigError(f"unregistering {name} (struct_ops id {map_id}) failed: {p.stderr.strip()}")
+    deadline = time.monotonic() + 5
+    while set(COUPLED) & available() and time.monotonic() < deadline:
+        time.sleep(0.05)
+
+
+def allow_in_namespace(netns: str, names: Iterable[str], *, host_wide: bool = False) -> None:
+    """Append `names` to tcp_allowed_congestion_control as seen from `netns`.
+
+    Needed only to make a coupled CC a namespace's default (net.ipv4.tcp_congestion_control);
+    root sockets may pick any available CC per socket (TCP_CONGESTION, iperf3 -C) regardless.
+    On current kernels the allow list is host-wide and read-only inside namespaces, so it is
+    changed only with host_wide=True (the rig leaves host settings alone by default).
+    """
+    names = list(dict.fromkeys(names))
+    for name in names:
+        if name not in available():
+            raise RigError(f"{name} is not available; register it first ({explain(name)})")
+    current = _run(["ip", "netns", "exec", netns, "cat", str(_SYSCTL / "tcp_allowed_congestion_control")])
+    if current.returncode != 0:
+        raise RigError(f"netns {netns}: cannot read tcp_allowed_congestion_control: {current.stderr.strip()}")
+    allowed = current.stdout.split()
+    missing = [n for n in names if n not in allowed]
+    if not missing:
+        return
+    value = " ".join(allowed + missing)
+    p = _run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"net.ipv4.tcp_allowed_congestion_control={value}"])
+    if p.returncode == 0:
+        return
+    if not host_wide:
+        raise RigError(
+            f"netns {netns}: tcp_allowed_congestion_control is host-wide on this kernel (read-only in "
+            f"namespaces); set the CC per socket instead (iperf3 -C {missing[0]}), or pass host_wide=True "
+            f"to append {' '.join(missing)} to the host's list")
+    host = _read_list(_SYSCTL / "tcp_allowed_congestion_control")
+    (_SYSCTL / "tcp_allowed_congestion_control").write_text(" ".join(host + [n for n in missing if n not in host]))
+
+
+_SS_ADDR = re.compile(r"^\S+\s+\S+\s+(?P<local>\S+)\s+(?P<remote>\S+)")
+
+
+def subflow_ccs(netns: str | None) -> list[dict]:
+    """Established TCP sockets in `netns` (None: this namespace) with the CC each runs.
+
+    Each dict: local, remote ("addr:port"), cc, mptcp (True for an MPTCP subflow), and
+    cwnd (packets), rtt_ms (smoothed) and bytes_acked when ss reports them.
+    """
+    p = _run(_in_netns(netns, ["ss", "-tinH", "state", "established"]), timeout=20)
+    if p.returncode != 0:
+        raise RigError(f"ss in netns {netns} failed: {p.stderr.strip()}")
+    out: list[dict] = []
+    sock: dict | None = None
+    for line in p.stdout.splitlines():
+        if not line.strip():
+            continue
+        if not line[0].isspace():  # socket line: Recv-Q Send-Q Local Peer
+            m = _SS_ADDR.match(line)
+            sock = {"local": m["local"], "remote": m["remote"]} if m else None
+            continue
+        if sock is not None:  # info line: the CC name comes first
+            words = line.split()
+            sock["cc"] = words[0] if words and ":" not in words[0] else ""
+            sock["mptcp"] = "tcp-ulp-mptcp" in words
+            fields = dict(w.split(":", 1) for w in words if ":" in w)
+            if fields.get("cwnd", "").isdigit():
+                sock["cwnd"] = int(fields["cwnd"])
+            if fields.get("bytes_acked", "").isdigit():
+                sock["bytes_acked"] = int(fields["bytes_acked"])
+            if "rtt" in fields:
+                sock["rtt_ms"] = float(fields["rtt"].split("/")[0])
+            out.append(sock)
+            sock = None
+    return out

@@ -1,0 +1,208 @@
+"""Coupled congestion control end to end: real kernel MPTCP, real iperf3, in namespaces.
+
+Topology (all namespaces named bcc<pid>-*, removed afterwards, also on failure):
+
+    client c1 (10.91.1.2, .3, .4) -- r1 --tbf R1--> server 10.91.100.1
+    client c2 (10.91.2.2)         -- r2 --tbf R2--> server
+
+The bottlenecks are tbf qdiscs on the routers' server-side interfaces (this kernel has no
+netem, so delay is queueing delay only). Measured numbers are printed (pytest -s) and
+collected in docs/congestion-control.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import time
+from contextlib import contextmanager
+
+import pytest
+
+from rig import congestion
+
+pytestmark = [pytest.mark.emulated, pytest.mark.slow]
+
+SERVER = "10.91.100.1"
+SHARED_RATE = "20mbit"
+PATH_RATES = ("20mbit", "10mbit")
+SECONDS = 20
+OMIT = 3  # slow start is not what the fairness goal is about
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check)
+
+
+def nsx(ns: str, *argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return sh("ip", "netns", "exec", ns, *argv, check=check)
+
+
+@pytest.fixture(scope="module")
+def registered():
+    if os.geteuid() != 0:
+        pytest.skip("needs root")
+    before = congestion.available()
+    congestion.ensure_registered(congestion.COUPLED)
+    yield before
+
+
+@pytest.fixture
+def topo():
+    p = f"bcc{os.getpid() % 100000}"
+    ns = {k: f"{p}-{k}" for k in ("c", "r1", "r2", "s")}
+    procs: list[subprocess.Popen] = []
+    try:
+        for name in ns.values():
+            sh("ip", "netns", "add", name)
+            nsx(name, "ip", "link", "set", "lo", "up")
+        links = [("c", "c1", "r1", "r1c"), ("c", "c2", "r2", "r2c"), ("r1", "r1s", "s", "s1"), ("r2", "r2s", "s", "s2")]
+        for a, ia, b, ib in links:
+            sh("ip", "link", "add", ia, "netns", ns[a], "type", "veth", "peer", "name", ib, "netns", ns[b])
+            for n, i in ((a, ia), (b, ib)):
+                # no offloads: each frame is one MTU packet, as on a radio
+                nsx(ns[n], "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", check=False)
+                nsx(ns[n], "ip", "link", "set", i, "up")
+        addrs = [("c", "c1", "10.91.1.2/24"), ("c", "c1", "10.91.1.3/24"), ("c", "c1", "10.91.1.4/24"),
+                 ("c", "c2", "10.91.2.2/24"), ("r1", "r1c", "10.91.1.1/24"), ("r1", "r1s", "10.91.11.1/24"),
+                 ("r2", "r2c", "10.91.2.1/24"), ("r2", "r2s", "10.91.12.1/24"), ("s", "s1", "10.91.11.2/24"),
+                 ("s", "s2", "10.91.12.2/24"), ("s", "lo", f"{SERVER}/32")]
+        for n, dev, addr in addrs:
+            nsx(ns[n], "ip", "addr", "add", addr, "dev", dev)
+        nsx(ns["c"], "ip", "route", "add", "default", "via", "10.91.1.1")
+        nsx(ns["c"], "ip", "route", "add", "default", "via", "10.91.2.1", "table", "102")
+        nsx(ns["c"], "ip", "rule", "add", "from", "10.91.2.2", "table", "102")
+        for r, via in (("r1", "10.91.11.2"), ("r2", "10.91.12.2")):
+            nsx(ns[r], "sysctl", "-qw", "net.ipv4.ip_forward=1")
+            nsx(ns[r], "ip", "route", "add", SERVER, "via", via)
+        nsx(ns["s"], "ip", "route", "add", "10.91.1.0/24", "via", "10.91.11.1")
+        nsx(ns["s"], "ip", "route", "add", "10.91.2.0/24", "via", "10.91.12.1")
+        for n in ("c", "s"):
+            nsx(ns[n], "ip", "mptcp", "limits", "set", "subflow", "4", "add_addr_accepted", "4")
+            nsx(ns[n], "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns["s"], "mptcpize", "run", "iperf3", "-s", "-p", "5201"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        procs.append(subprocess.Popen(["ip", "netns", "exec", ns["s"], "iperf3", "-s", "-p", "5202"],
+                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        time.sleep(0.5)
+        yield ns
+    finally:
+        for proc in procs:
+            proc.terminate()
+            try:
+                proc.wait(5)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        for name in ns.values():
+            sh("ip", "netns", "del", name, check=False)
+
+
+def shape(ns, router: str, rate: str) -> None:
+    # ~50 ms of queue at this rate: room for both flows' sawtooth
+    nsx(ns[router], "tc", "qdisc", "replace", "dev", f"{router}s", "root", "tbf",
+        "rate", rate, "burst", "16kb", "latency", "50ms")
+
+
+def random_loss(ns, router: str, ppm: int) -> None:
+    """Independent random loss on the data direction (XDP at the router's client side)."""
+    obj = congestion.BUILD_DIR / f"loss_{ppm}.bpf.o"
+    sh("make", "-s", "-C", str(congestion.BPF_DIR), f"BUILD={congestion.BUILD_DIR}", str(obj))
+    nsx(ns[router], "ip", "link", "set", "dev", f"{router}c", "xdpgeneric", "obj", str(obj), "sec", "xdp")
+
+
+def iperf(ns, port: int, bind: str, cc: str, seconds: int, mptcp: bool) -> subprocess.Popen:
+    argv = ["ip", "netns", "exec", ns["c"]] + (["mptcpize", "run"] if mptcp else []) + [
+        "iperf3", "-c", SERVER, "-p", str(port), "-B", bind, "-C", cc, "-t", str(seconds), "-O", str(OMIT), "-J"]
+    return subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def goodput(proc: subprocess.Popen) -> float:
+    out, err = proc.communicate(timeout=SECONDS + 30)
+    assert proc.returncode == 0, err or out[-500:]
+    return json.loads(out)["end"]["sum_received"]["bits_per_second"]
+
+
+def sample_subflows(ns, until: float) -> list[list[dict]]:
+    """The client's MPTCP subflows (cc, cwnd, rtt) once a second while the run lasts."""
+    samples = []
+    while time.monotonic() < until:
+        time.sleep(1)
+        # the data connection's subflows (iperf3's control connection is MPTCP too, but idle)
+        samples.append([s for s in congestion.subflow_ccs(ns["c"]) if s["mptcp"] and s["remote"].endswith(":5201")
+                        and s.get("bytes_acked", 0) > 1_000_000])
+    return samples
+
+
+@contextmanager
+def dmesg_watch():
+    before = len(sh("dmesg").stdout.splitlines())
+    yield
+    new = sh("dmesg").stdout.splitlines()[before:]
+    bad = [line for line in new if re.search(r"WARNING:|BUG:|Oops|RIP:|Call Trace|bpf.*(fault|leak)", line)]
+    assert not bad, "kernel warnings during the run:\n" + "\n".join(bad)
+
+
+@pytest.mark.parametrize("cc", ["lia", "olia", "balia", "reno"])
+@pytest.mark.parametrize("loss_ppm", [5000])
+def test_shared_bottleneck_fairness(registered, topo, cc, loss_ppm):
+    """One 2-subflow MPTCP connection and one TCP reno connection through one bottleneck."""
+    ns = topo
+    shape(ns, "r1", SHARED_RATE)
+    if loss_ppm:
+        random_loss(ns, "r1", loss_ppm)
+    nsx(ns["c"], "ip", "mptcp", "endpoint", "add", "10.91.1.3", "dev", "c1", "subflow")
+    with dmesg_watch():
+        mp = iperf(ns, 5201, "10.91.1.2", cc, SECONDS, mptcp=True)
+        tcp = iperf(ns, 5202, "10.91.1.4", "reno", SECONDS, mptcp=False)
+        samples = sample_subflows(ns, time.monotonic() + SECONDS - 2)
+        mp_bps, tcp_bps = goodput(mp), goodput(tcp)
+    ratio = mp_bps / tcp_bps
+    print(f"\nshared {SHARED_RATE} loss {loss_ppm / 1e4:g}%: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, TCP {tcp_bps / 1e6:.2f} Mbit/s, "
+          f"ratio {ratio:.2f}")
+    print("subflow samples (cwnd, rtt_ms):", [[(s["cwnd"], s["rtt_ms"]) for s in row] for row in samples[::4]])
+    # the connection used 2 subflows, both running the CC asked for
+    assert max(len(row) for row in samples) == 2
+    assert {s["cc"] for row in samples for s in row} == {cc}
+    if cc == "reno":
+        assert ratio > 1.5, f"uncoupled reno should take about twice the TCP share, got {ratio:.2f}"
+    else:
+        assert 0.7 <= ratio <= 1.4, f"{cc}: MPTCP/TCP ratio {ratio:.2f} outside [0.7, 1.4]"
+
+
+@pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
+def test_disjoint_paths_beat_the_better_path(registered, topo, cc):
+    """Two disjoint paths of different capacity: MPTCP gets at least the better path alone."""
+    ns = topo
+    shape(ns, "r1", PATH_RATES[0])
+    shape(ns, "r2", PATH_RATES[1])
+    seconds = 12
+    with dmesg_watch():
+        best = iperf(ns, 5202, "10.91.1.2", "reno", seconds, mptcp=False)
+        best_bps = goodput(best)
+        nsx(ns["c"], "ip", "mptcp", "endpoint", "add", "10.91.2.2", "dev", "c2", "subflow")
+        mp = iperf(ns, 5201, "10.91.1.2", cc, seconds, mptcp=True)
+        samples = sample_subflows(ns, time.monotonic() + seconds - 2)
+        mp_bps = goodput(mp)
+    print(f"\ndisjoint {PATH_RATES[0]}+{PATH_RATES[1]}: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, "
+          f"better path alone (TCP) {best_bps / 1e6:.2f} Mbit/s, ratio {mp_bps / best_bps:.2f}")
+    assert max(len(row) for row in samples) == 2
+    assert mp_bps >= 0.97 * best_bps, f"{cc}: aggregate {mp_bps / 1e6:.2f} below the better path {best_bps / 1e6:.2f}"
+
+
+def test_unregister_leaves_nothing(registered):
+    congestion.unregister_all()
+    try:
+        assert not set(congestion.COUPLED) & congestion.available()
+        deadline = time.monotonic() + 15  # maps go once the last socket using them is freed
+        while congestion._our_struct_ops() and time.monotonic() < deadline:
+            time.sleep(0.2)
+        assert congestion._our_struct_ops() == {}
+        maps = json.loads(sh("bpftool", "-j", "map", "show").stdout)
+        assert not [m for m in maps if m.get("name") in ("conns", "empty_conn") or
+                    m.get("name", "").startswith(("lia.", "olia.", "balia."))]
+    finally:
+        if set(congestion.COUPLED) & registered:  # someone else relied on them: put them back
+            congestion.ensure_registered(set(congestion.COUPLED) & registered)
