@@ -52,7 +52,12 @@ def plan(file: Path, as_json: bool) -> None:
 @click.option("--resume", is_flag=True, help="Finish the newest interrupted run of this campaign (a new one if none).")
 @click.option("--prefix", default="rig", show_default=True, help="Name prefix of the emulated rig's namespaces.")
 @click.option("--keep-up", is_flag=True, help="Leave the emulated rig up afterwards.")
-def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool) -> None:
+@click.option("--transport", type=click.Choice(["netns", "ssh"]), default="netns", show_default=True,
+              help="Reach the emulated nodes with ip netns exec, or over SSH on the management network.")
+@click.option("--agent-path", default=None, help="With --transport ssh: the node agent's path on the nodes "
+              "(default: this checkout's; /opt/rig/rig_agent.py once the Ansible node role installed it).")
+def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
+        agent_path: str | None) -> None:
     """Execute the campaign in FILE and record every run."""
     from rig.campaign.runner import Stopped, run_campaign
 
@@ -61,7 +66,8 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
             raise InputError("--rig", "rig", f"{rig_kind!r} is neither 'emulated' nor an inventory file")
         raise click.ClickException("physical rigs are driven through ansible/campaign.yml (SSH transport)")
     try:
-        result = run_campaign(file, out, resume=resume, prefix=prefix, keep_up=keep_up)
+        result = run_campaign(file, out, resume=resume, prefix=prefix, keep_up=keep_up, transport=transport,
+                              agent_path=agent_path)
     except Stopped as e:
         click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
         raise SystemExit(130)

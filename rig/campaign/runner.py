@@ -110,7 +110,9 @@ def prepare(file: Path, out: Path, resume: bool) -> tuple[Campaign, Plan, Campai
 
 
 def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig", keep_up: bool = False,
-                 progress: Progress | None = None) -> CampaignResult:
+                 progress: Progress | None = None, transport: str = "netns", agent_path: str | None = None) -> CampaignResult:
+    """transport: how the node agents are reached on the emulated rig: `netns` (ip netns exec)
+    or `ssh` (over the rig's management network, as on the physical lab)."""
     campaign, plan, store, note = prepare(file, out, resume)
     discarded = store.discard_partial()
     finished = store.finished_ids()
@@ -134,8 +136,9 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
                         settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
                                                  {k: v.model_dump() for k, v in campaign.links.items()})
                         if agents is None:
-                            rig.up(settings)
-                            agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
+                            rig.up(settings, ssh=transport == "ssh")
+                            via = rig.ssh_transport(agent_path) if transport == "ssh" else NetnsTransport(prefix)
+                            agents = AgentPool(via, rig.topo.nodes)
                         ctx = configure_setup(rig, agents, settings, campaign.limits)
                         start_servers(ctx, restart=True)
                         radio_key = run.radio_key

@@ -20,7 +20,8 @@ def emu() -> None:
 @click.option("--lte", "lte_profile", default="band7-10mhz", show_default=True, help="LTE profile (radio-configs/lte).")
 @click.option("--pairs", type=click.IntRange(1, 9), default=5, show_default=True)
 @click.option("--prefix", default="rig", show_default=True)
-def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str) -> None:
+@click.option("--ssh", is_flag=True, help="Also a management network and an sshd per node (Ansible, SSH transport).")
+def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""
     from rig.emu.rig import EmulatedRig, RadioSettings
     from rig.node_config import node_base_script, receiver_setup_script, sender_run_script
@@ -29,7 +30,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
 
     wifi_profile(wifi_standard), load_lte(lte_profile)  # bad names: one line, exit 2, before anything is built
     rig = EmulatedRig(prefix)
-    topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}))
+    topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}), ssh=ssh)
     for p in topo.pairs:
         netns.sh(rig.ns(p.sender), node_base_script(topo.interfaces_of(p.sender)) + sender_run_script(p, "dual"))
         netns.sh(rig.ns(p.receiver), node_base_script(topo.interfaces_of(p.receiver)) + receiver_setup_script(p))
@@ -38,6 +39,24 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
         getattr(proc, "detach", lambda: None)()
     click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs")
     click.echo(f"try: ip netns exec {prefix}-s1 ping -c3 {topo.pairs[0].receiver_a.address}")
+    if ssh:
+        click.echo(f"     rig emu inventory --prefix {prefix} > emu.ini && "
+                   f"ip netns exec {prefix}-mgmt ansible-playbook -i emu.ini ansible/nodes.yml")
+
+
+@emu.command()
+@click.option("--prefix", default="rig", show_default=True)
+def inventory(prefix: str) -> None:
+    """Print an Ansible inventory of the running emulated rig's nodes (reach them from <prefix>-mgmt)."""
+    from rig.emu.inventory import emulated_inventory
+    from rig.emu.rig import EmulatedRig
+    from rig.errors import RigError
+
+    rig = EmulatedRig(prefix)
+    st = rig.status()
+    if not st["ssh"] or not st["settings"]:
+        raise RigError(f"emulated rig '{prefix}' is not up with --ssh")
+    click.echo(emulated_inventory(rig, st["settings"]["setup"], st["settings"]["pairs"]), nl=False)
 
 
 @emu.command()

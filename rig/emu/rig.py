@@ -14,6 +14,7 @@ killing the rig's processes and deleting its namespaces leaves nothing behind.
 from __future__ import annotations
 
 import json
+import shutil
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
@@ -73,8 +74,11 @@ class EmulatedRig:
 
     # -- bring-up ------------------------------------------------------------------------
 
-    def up(self, settings: RadioSettings) -> Topology:
-        """Namespaces and core (once), then radios and node addresses for `settings`."""
+    def up(self, settings: RadioSettings, ssh: bool = False) -> Topology:
+        """Namespaces and core (once), then radios and node addresses for `settings`.
+
+        ssh: also a management network and an SSH server on every node (docs/design.md).
+        """
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
         self.state_dir.mkdir(parents=True, exist_ok=True)
         hosts = [*self.topo.nodes, *INFRA_HOSTS, "radio"]
@@ -83,8 +87,33 @@ class EmulatedRig:
             netns.add(self.ns(h))
         if fresh:
             self._wire_core()
+        if ssh and not netns.exists(self.ns("mgmt")):
+            self._start_ssh([*self.topo.nodes, *INFRA_HOSTS])
         self.attach_radios(settings)
         return self.topo
+
+    def _start_ssh(self, hosts: list[str]) -> None:
+        from rig.emu import mgmt
+
+        mgmt.wire_management(self.prefix, hosts)
+        keys = mgmt.SshKeys(self.state_dir)
+        keys.ensure()
+        nodes = self.topo.nodes if self.topo else []
+        for host in nodes:
+            mgmt.start_sshd(self.prefix, self.state_dir, host, keys)
+        mgmt.wait_for_ssh(self.prefix, nodes)
+
+    def ssh_transport(self, agent_path: str | None = None):
+        """The SSH transport to this rig's nodes, over its management network."""
+        from rig.emu import mgmt
+        from rig.transport.netns import AGENT
+        from rig.transport.ssh import SshTransport
+
+        assert self.topo is not None
+        return SshTransport(
+            {h: str(mgmt.mgmt_address(h)) for h in self.topo.nodes}, key=mgmt.SshKeys(self.state_dir).client_key,
+            control_dir=self.state_dir / "ssh", agent_path=agent_path or str(AGENT), via=["ip", "netns", "exec", self.ns("mgmt")],
+        )
 
     def _wire_core(self) -> None:
         core = self.ns("core")
@@ -159,6 +188,7 @@ class EmulatedRig:
         return {
             "prefix": self.prefix,
             "up": self.ns("core") in names,
+            "ssh": self.ns("mgmt") in names,
             "namespaces": names,
             "settings": state.get("settings"),
             "radio_processes": radio_pids,
@@ -169,6 +199,6 @@ class EmulatedRig:
         self.radios.clear()
         names = netns.with_prefix(self.prefix)
         netns.delete(names)
-        state_file = self.state_dir / "state.json"
-        state_file.unlink(missing_ok=True)
+        # The nodes' private filesystem layers die with their sshd's mount namespaces; drop them.
+        shutil.rmtree(self.state_dir, ignore_errors=True)
         return names
