@@ -15,8 +15,10 @@
 #include <csignal>
 #include <cstdio>
 #include <cstring>
+#include <cerrno>
 #include <fcntl.h>
 #include <memory>
+#include <sched.h>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -41,6 +43,24 @@ MakeNetwork(const rigemu::Json& config)
         return std::make_unique<rigemu::LinksNetwork>(config);
     }
     throw std::runtime_error("kind '" + kind + "' is not supported by this build");
+}
+
+// A busy shared host delays the simulator's wake-ups by milliseconds under normal scheduling;
+// SCHED_FIFO keeps its lag well below 1 ms (docs/emulator.md). Threads created later (the TAP
+// readers) inherit the policy. Without the privilege it only warns: lag is measured anyway.
+void
+SetRealtimePriority(int priority)
+{
+    if (priority <= 0)
+    {
+        return;
+    }
+    sched_param param{};
+    param.sched_priority = priority;
+    if (sched_setscheduler(0, SCHED_FIFO, &param) != 0)
+    {
+        std::fprintf(stderr, "radio-emulator: warning: SCHED_FIFO %d: %s\n", priority, std::strerror(errno));
+    }
 }
 
 // Tells the parent we are up, then detaches stdout: the parent may exit and close the pipe,
@@ -82,6 +102,7 @@ main(int argc, char** argv)
     try
     {
         rigemu::Json config = rigemu::Json::ParseFile(configPath);
+        SetRealtimePriority(static_cast<int>(config.Num("realtime_priority", 0)));
         ns3::GlobalValue::Bind("SimulatorImplementationType",
                                ns3::StringValue("ns3::RealtimeSimulatorImpl"));
         ns3::GlobalValue::Bind("ChecksumEnabled", ns3::BooleanValue(true));
