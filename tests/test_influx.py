@@ -109,6 +109,7 @@ def test_points_match_run_store_row_for_row(influxd, tmp_path):
             assert p[col] == row[col], (row["run_id"], col)
         assert p["connections"] == str(row["connections"])  # a tag: strings in InfluxDB
         assert p["campaign_id"] == "20240501T010000Z"
+        assert p["campaign"] == "fixture"  # the name, not the directory: one series set per campaign
 
     assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
     assert count(sink, "lag", "p99_ms") == campaign.lag_samples
