@@ -18,6 +18,7 @@ def cli() -> None:
 def _register() -> None:
     # Imported here so that `rig --help` stays fast and one broken area does not hide the rest.
     from rig.campaign.cli import campaign
+    from rig.congestion import cc_cli
     from rig.doctor import doctor
     from rig.emu.cli import emu
     from rig.export.cli import export
@@ -25,7 +26,7 @@ def _register() -> None:
     from rig.nightly import nightly
     from rig.report.cli import report
 
-    for command in (campaign, doctor, emu, export, influx, nightly, report, sync):
+    for command in (campaign, cc_cli, doctor, emu, export, influx, nightly, report, sync):
         cli.add_command(command)
 
 

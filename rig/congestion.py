@@ -18,6 +18,8 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
+import click
+
 from rig.errors import RigError
 
 COUPLED = ("lia", "olia", "balia")
@@ -214,3 +216,42 @@ def subflow_ccs(netns: str | None) -> list[dict]:
             out.append(sock)
             sock = None
     return out
+
+
+# `rig cc`: what the node role and lab staff run by hand.
+
+
+@click.group("cc")
+def cc_cli() -> None:
+    """Coupled congestion controls (lia, olia, balia) on this host."""
+
+
+@cc_cli.command("status")
+def cc_status() -> None:
+    """Which coupled CCs can run here, and why not."""
+    for name in COUPLED:
+        why = explain(name)
+        click.echo(f"{name:6} {'ok' if why is None else why}")
+
+
+@cc_cli.command("register")
+@click.argument("names", nargs=-1)
+def cc_register(names: tuple[str, ...]) -> None:
+    """Build and register NAMES (default: all three)."""
+    ensure_registered(names or COUPLED)
+    click.echo(" ".join(sorted(set(names or COUPLED))) + " registered")
+
+
+@cc_cli.command("unregister")
+def cc_unregister() -> None:
+    """Remove the rig's BPF congestion controls."""
+    unregister_all()
+    click.echo("unregistered")
+
+
+@cc_cli.command("subflows")
+@click.option("--netns", default=None, help="namespace to look into (default: this one)")
+def cc_subflows(netns: str | None) -> None:
+    """Established TCP sockets and the CC each one runs (JSON lines)."""
+    for sock in subflow_ccs(netns):
+        click.echo(json.dumps(sock))
