@@ -1,0 +1,108 @@
+"""The Ansible tree: lint (production profile), syntax of every playbook, argument specs = defaults."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+ANSIBLE = Path(__file__).resolve().parent.parent / "ansible"
+BIN = Path(sys.executable).parent
+PLAYBOOKS = ["site.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml"]
+ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
+
+
+def ansible_env(tmp_path: Path) -> dict[str, str]:
+    """Environment for ansible commands: our config, the DEMO vault password, no writes to ~."""
+    return {
+        **os.environ,
+        "ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"),
+        "ANSIBLE_VAULT_PASSWORD_FILE": str(ANSIBLE / "vault-demo-password.txt"),
+        "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
+        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
+        "PATH": f"{BIN}:{os.environ['PATH']}",
+    }
+
+
+def test_roles_are_the_agreed_ones():
+    assert set(ROLES) >= {"epc_open5gs", "enb_srsran", "enb_oai", "ap_hostapd", "node", "controller"}
+
+
+def test_ansible_lint_production_profile(tmp_path):
+    run = subprocess.run(
+        [BIN / "ansible-lint", "--offline", "--profile", "production", "--nocolor"],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "Profile 'production' was required, and it passed" in run.stdout + run.stderr
+
+
+@pytest.mark.parametrize("playbook", PLAYBOOKS)
+def test_playbook_syntax(playbook, tmp_path):
+    run = subprocess.run(
+        [BIN / "ansible-playbook", "--syntax-check", playbook],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stdout + run.stderr
+
+
+def _yaml(path: Path):
+    return yaml.safe_load(path.read_text())
+
+
+# argument_specs type -> Python types a literal default of that type may have.
+_TYPES = {"str": str, "int": int, "bool": bool, "list": list, "dict": dict, "path": str, "float": float}
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_argument_specs_match_defaults(role):
+    root = ANSIBLE / "roles" / role
+    defaults = _yaml(root / "defaults" / "main.yml")
+    specs = _yaml(root / "meta" / "argument_specs.yml")["argument_specs"]
+    options = specs["main"]["options"]
+    assert set(options) == set(defaults), (
+        f"{role}: in specs only {set(options) - set(defaults)}, in defaults only {set(defaults) - set(options)}")
+    for name, value in defaults.items():
+        assert name.startswith(role + "_"), f"{role}: default {name} lacks the role prefix"
+        spec = options[name]
+        assert spec.get("description"), f"{role}: {name} has no description"
+        templated = isinstance(value, str) and "{{" in value
+        if not templated:
+            expected = _TYPES[spec["type"]]
+            assert isinstance(value, expected) and not (expected is int and isinstance(value, bool)), (
+                f"{role}: {name} = {value!r} is not a {spec['type']}")
+            if "choices" in spec:
+                assert value in spec["choices"], f"{role}: {name} = {value!r} not in its choices"
+    for entry, spec in specs.items():  # other entry points document a subset of the same options
+        assert set(spec.get("options", {})) <= set(defaults), f"{role}: entry point {entry} has unknown options"
+
+
+@pytest.mark.parametrize("role", ROLES)
+def test_roles_split_install_configure_run(role):
+    tasks = ANSIBLE / "roles" / role / "tasks"
+    assert {"main.yml", "install.yml", "configure.yml", "run.yml"} <= {p.name for p in tasks.iterdir()}
+    assert (ANSIBLE / "roles" / role / "handlers" / "main.yml").is_file()
+
+
+def test_vault_is_encrypted_and_marked_demo():
+    assert (ANSIBLE / "group_vars" / "all" / "vault.yml").read_text().startswith("$ANSIBLE_VAULT;")
+    assert "DEMO" in (ANSIBLE / "vault-demo-password.txt").read_text()
+
+
+def test_inventory_has_the_lab_groups(tmp_path):
+    run = subprocess.run(
+        [BIN / "ansible-inventory", "--list"],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120,
+    )
+    assert run.returncode == 0, run.stderr
+    inv = yaml.safe_load(run.stdout)  # JSON is YAML
+    groups = {g: inv[g].get("hosts", []) for g in ("controller", "epc", "enb", "aps", "senders", "receivers")}
+    assert len(groups["senders"]) == len(groups["receivers"]) == 5 and len(groups["aps"]) == 3
+    hostvars = inv["_meta"]["hostvars"]
+    for host in groups["senders"] + groups["receivers"]:
+        assert isinstance(hostvars[host]["lte_imsi"], str) and len(hostvars[host]["lte_imsi"]) == 15
+    assert sorted(hostvars[h]["pair"] for h in groups["senders"]) == sorted(hostvars[h]["pair"] for h in groups["receivers"])
