@@ -106,3 +106,18 @@ def test_inventory_has_the_lab_groups(tmp_path):
     for host in groups["senders"] + groups["receivers"]:
         assert isinstance(hostvars[host]["lte_imsi"], str) and len(hostvars[host]["lte_imsi"]) == 15
     assert sorted(hostvars[h]["pair"] for h in groups["senders"]) == sorted(hostvars[h]["pair"] for h in groups["receivers"])
+
+
+def test_node_role_check_mode_touches_nothing(tmp_path):
+    """site.yml in check mode for one node (as an emulated node, connection local): the role runs
+    through, reports what it would change, and this host's /etc is as before."""
+    watched = [Path("/etc/rig"), Path("/usr/local/sbin/rig-if-up"), Path("/etc/sysctl.d/90-rig-mptcp.conf")]
+    before = {p: p.exists() for p in watched}
+    run = subprocess.run(
+        [BIN / "ansible-playbook", "site.yml", "--check", "-c", "local", "-l", "s1",
+         "-e", "node_emulated=true", "-e", f"ansible_python_interpreter={sys.executable}"],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert "failed=0" in run.stdout and "changed=0" not in run.stdout  # it would change things
+    assert {p: p.exists() for p in watched} == before
