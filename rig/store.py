@@ -26,7 +26,7 @@ from rig.campaign.plan import Plan, Run
 from rig.errors import InputError
 
 RUNS_COLUMNS = [
-    ("run_id", pa.string()), ("campaign", pa.string()), ("setup", pa.string()), ("homing", pa.string()),
+    ("run_id", pa.string()), ("campaign", pa.string()), ("campaign_id", pa.string()), ("setup", pa.string()), ("homing", pa.string()),
     ("cc", pa.string()), ("connections", pa.int32()), ("volume_bytes", pa.int64()), ("rcvbuf_bytes", pa.int64()),
     ("wifi_standard", pa.string()), ("repetition", pa.int32()), ("pair", pa.int32()), ("sender", pa.string()),
     ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
@@ -109,9 +109,10 @@ class CampaignStore:
                 return store
         return None
 
-    @property
-    def campaign_id(self) -> str:
-        return json.loads((self.root / "plan.json").read_text())["campaign_id"]
+    def _names(self) -> tuple[str, str]:
+        """(campaign name, campaign id) as recorded in plan.json."""
+        plan = json.loads((self.root / "plan.json").read_text())
+        return plan["campaign"], plan["campaign_id"]
 
     def check_plan(self, plan: Plan, source: str) -> None:
         saved = json.loads((self.root / "plan.json").read_text())
@@ -142,7 +143,8 @@ class CampaignStore:
         (part / "iperf").mkdir(parents=True)
         (part / "timeseries").mkdir()
         (part / "logs").mkdir()
-        write_json(part / "params.json", {**rec.run.to_dict(), "campaign": self.root.name})
+        campaign, campaign_id = self._names()
+        write_json(part / "params.json", {**rec.run.to_dict(), "campaign": campaign, "campaign_id": campaign_id})
         for host, doc in rec.iperf.items():
             write_json(part / "iperf" / f"{host}.json", doc)
         for name, table in rec.timeseries.items():
@@ -168,14 +170,14 @@ class CampaignStore:
         return self._rows
 
     def _run_rows(self, run_id: str) -> list[dict]:
-        campaign = self.root.name
+        campaign, campaign_id = self._names()
         d = self.runs_dir / run_id
         params = json.loads((d / "params.json").read_text())
         out = []
         for p in json.loads((d / "pairs.json").read_text()):
             out.append(
                 {
-                    "run_id": run_id, "campaign": campaign, "setup": params["setup"], "homing": params["homing"],
+                    "run_id": run_id, "campaign": campaign, "campaign_id": campaign_id, "setup": params["setup"], "homing": params["homing"],
                     "cc": params["cc"], "connections": params["connections"], "volume_bytes": params["volume_bytes"],
                     "rcvbuf_bytes": params["rcvbuf_bytes"], "wifi_standard": params["wifi_standard"],
                     "repetition": params["repetition"], "pair": p["pair"], "sender": p["sender"],
