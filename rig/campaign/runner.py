@@ -37,6 +37,7 @@ class CampaignResult:
     counts: dict[str, int]
     wall_s: float
     transfer_s: float
+    start_spreads_ms: list[float]
 
 
 def check_ccs(campaign: Campaign, source: str) -> None:
@@ -122,6 +123,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
     progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
 
     t_start, transfer, counts = time.monotonic(), 0.0, {"ok": 0, "invalid": 0, "failed": 0}
+    spreads: list[float] = []
     sink = _sink()
     rig = EmulatedRig(prefix)
     agents = None
@@ -148,6 +150,8 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
                     store.write_runs_table()
                     counts[record.status] += 1
                     transfer += record.details.get("transfer_s") or 0.0
+                    if record.details.get("start_spread_ms") is not None:
+                        spreads.append(record.details["start_spread_ms"])
                     if record.status == "failed":
                         start_servers(ctx, restart=True)  # a wedged server must not fail the next run
                     if sink is not None:
@@ -158,7 +162,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
             agents.close()
         if not keep_up:
             rig.down()
-    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer)
+    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads)
 
 
 def _one_run(ctx: RunContext, run: Run, progress: Progress):
