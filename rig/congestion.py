@@ -99,17 +99,23 @@ def build() -> Path:
     return BUILD_DIR
 
 
-def _our_struct_ops() -> dict[str, int]:
-    """Our registered struct_ops maps: CC name -> map id."""
-    p = _run(["bpftool", "-j", "struct_ops", "show"])
+_STRUCT_OPS_ENTRY = re.compile(r'"id":(?P<id>\d+),[^{}]*?"name":"(?P<name>[^"]*)".*?"state":"BPF_STRUCT_OPS_STATE_(?P<state>\w+)"',
+                               re.S)
+
+
+def struct_ops_maps() -> list[tuple[str, int, str]]:
+    """Our struct_ops maps as (CC name, map id, state). State INUSE: registered; TOBEFREE:
+    unregistered but still referenced by sockets that ran it (freed when the last one goes)."""
+    p = _run(["bpftool", "-j", "struct_ops", "dump"])
     if p.returncode != 0:
-        raise RigError(f"bpftool struct_ops show failed: {p.stderr.strip()}")
-    ours = {}
-    for entry in json.loads(p.stdout or "[]"):
-        name = entry.get("name", "")
+        raise RigError(f"bpftool struct_ops dump failed: {p.stderr.strip()}")
+    # bpftool 7.1 prints the info and value objects of a map one after the other: match in text
+    out = []
+    for m in _STRUCT_OPS_ENTRY.finditer(p.stdout):
+        name = m["name"]
         if name.startswith(MAP_PREFIX) and name[len(MAP_PREFIX):] in COUPLED:
-            ours[name[len(MAP_PREFIX):]] = entry["id"]
-    return ours
+            out.append((name[len(MAP_PREFIX):], int(m["id"]), m["state"]))
+    return out
 
 
 def ensure_registered(names: Iterable[str]) -> None:
@@ -139,10 +145,15 @@ def ensure_registered(names: Iterable[str]) -> None:
 
 
 def unregister_all() -> None:
-    """Remove our struct_ops maps; waits until the kernel has dropped the CCs."""
-    for name, map_id in _our_struct_ops().items():
+    """Unregister our struct_ops maps; waits until the kernel has dropped the CC names.
+
+    A map disappears once no socket uses it any more (sockets that ran lia keep running lia).
+    """
+    for name, map_id, state in struct_ops_maps():
+        if state != "INUSE":
+            continue
         p = _run(["bpftool", "struct_ops", "unregister", "id", str(map_id)])
-        if p.returncode != 0 and name in _our_struct_ops():
+        if p.returncode != 0 and (name, map_id, "INUSE") in struct_ops_maps():
             raise RigError(f"unregistering {name} (struct_ops id {map_id}) failed: {p.stderr.strip()}")
     deadline = time.monotonic() + 5
     while set(COUPLED) & available() and time.monotonic() < deadline:

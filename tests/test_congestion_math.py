@@ -19,16 +19,21 @@ from rig.congestion import BPF_DIR
 
 ONE = 1 << 24
 
-# (cwnd, rtt_us) per subflow, recorded with ss -tin (2 subflows sharing a 20 Mbit/s tbf).
+# (cwnd, rtt_us) of the two subflows of one MPTCP connection, recorded with ss -tin at the
+# same instant during the shared-bottleneck runs (20 Mbit/s tbf; lia/olia/balia, with and
+# without 0.5 % random loss).
 RECORDED = [
-    [(10, 1200), (10, 1350)],
-    [(38, 14800), (21, 15100)],
-    [(52, 21000), (9, 21900)],
-    [(17, 9800), (44, 10400)],
-    [(73, 30500), (70, 30100)],
-    [(4, 2200), (61, 24000)],
-    [(120, 48000), (3, 47000)],
-    [(26, 11000), (26, 11000)],
+    [(21, 46641), (38, 45311)],
+    [(8, 65372), (6, 58564)],
+    [(4, 45697), (11, 49129)],
+    [(28, 41223), (15, 40778)],
+    [(7, 44289), (17, 37971)],
+    [(30, 55675), (6, 51730)],
+    [(26, 44661), (22, 44124)],
+    [(3, 24479), (13, 22630)],
+    [(2, 33585), (26, 36484)],
+    [(30, 30303), (2, 22435)],
+    [(2, 40092), (91, 56022)],
 ]
 # Hand-made: disjoint paths of different RTT, 3-4 paths, windows near the 2^20 clamp.
 EDGE = [
