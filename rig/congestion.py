@@ -180,8 +180,9 @@ def allow_in_namespace(netns: str, names: Iterable[str], *, host_wide: bool = Fa
     if not missing:
         return
     value = " ".join(allowed + missing)
-    p = _run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"net.ipv4.tcp_allowed_congestion_control={value}"])
-    if p.returncode == 0:
+    _run(["ip", "netns", "exec", netns, "sysctl", "-qw", f"net.ipv4.tcp_allowed_congestion_control={value}"])
+    now = _run(["ip", "netns", "exec", netns, "cat", str(_SYSCTL / "tcp_allowed_congestion_control")])
+    if set(missing) <= set(now.stdout.split()):  # sysctl -q exits 0 even when the write failed
         return
     if not host_wide:
         raise RigError(
