@@ -1,4 +1,4 @@
-"""The ns-3 radio emulator, kind "links", exercised with real traffic between namespaces.
+"""The ns-3 radio emulator (kinds links, wifi, lte) exercised with real traffic between namespaces.
 
 Each test starts its own emulator in a throw-away namespace, moves the station TAP(s) into
 node namespaces and the gateway TAP into a gateway namespace, and measures with ping/iperf3.
@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from rig.emu.build import build
-from rig.emu.radio import LagStats, Pipe, RadioNetworkSpec, RadioProcess, Station
+from rig.emu.radio import LagStats, LteCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss
 
 pytestmark = [
     pytest.mark.emulated,
@@ -27,6 +27,8 @@ pytestmark = [
 ]
 
 SUBNET = "10.213.0"
+UE_SUBNET = "10.214.0"  # kind lte: UEs sit behind the PGW, a routed hop away from the gateway
+NO_IMPAIRMENT = Pipe(0, 0)
 TCP_PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full Ethernet frame (with timestamps)
 
 
@@ -48,6 +50,8 @@ def netns():
 
     def make(role: str) -> str:
         name = f"nst-{tag}-{role}"
+        if name in created:  # a second network in the same test
+            name += str(len(created))
         sh("ip", "netns", "add", name)
         created.append(name)
         sh("ip", "link", "set", "lo", "up", ns=name)
@@ -98,6 +102,39 @@ def star(spec: RadioNetworkSpec, netns, tmp_path: Path):
                 lladdr = mac(other_tap, other_ns)
                 sh("ip", "neigh", "replace", other_addr, "lladdr", lladdr, "dev", tap, "nud", "permanent", ns=ns)
     return radio, gw_ns, [ns for _, ns, _ in ends[1:]]
+
+
+def cell(spec: RadioNetworkSpec, netns, tmp_path: Path):
+    """Starts an LTE cell: gateway TAP -> 'gw' (.1 on SUBNET, the PGW is .2), UE i -> 'st<i>'.
+
+    The nodes reach everything through their TAP (the emulator answers ARP like a modem); the
+    gateway namespace routes the UE subnet via the PGW.
+    """
+    emu_ns, gw_ns = netns("emu"), netns("gw")
+    radio = RadioProcess(spec, emu_ns, tmp_path)
+    radio.start()
+    sh("ip", "-n", emu_ns, "link", "set", spec.gateway_tap, "netns", gw_ns)
+    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", spec.gateway_tap, ns=gw_ns)
+    sh("ip", "link", "set", spec.gateway_tap, "up", ns=gw_ns)
+    sh("ip", "route", "add", f"{UE_SUBNET}.0/24", "via", f"{SUBNET}.2", ns=gw_ns)
+    nodes = []
+    for i, s in enumerate(spec.stations):
+        ns = netns(f"st{i}")
+        sh("ip", "-n", emu_ns, "link", "set", s.tap, "netns", ns)
+        sh("ip", "addr", "add", s.address, "dev", s.tap, ns=ns)
+        sh("ip", "link", "set", s.tap, "up", ns=ns)
+        sh("ip", "route", "add", "default", "dev", s.tap, ns=ns)
+        nodes.append(ns)
+    return radio, gw_ns, nodes
+
+
+def goodputs_bps(gw: str, senders: list[str], procs: list, seconds: int = 3) -> list[float]:
+    """Concurrent iperf3 TCP uploads from each sender namespace to the gateway namespace."""
+    ports = [5301 + i for i in range(len(senders))]
+    for port in ports:
+        iperf_server(gw, port, procs)
+    clients = [iperf_client(ns, port, "-t", str(seconds), "-O", "1") for ns, port in zip(senders, ports)]
+    return [iperf_result(c)["end"]["sum_received"]["bits_per_second"] for c in clients]
 
 
 def iperf_server(ns: str, port: int, procs: list) -> None:
@@ -240,10 +277,7 @@ def test_shared_medium_caps_the_sum_of_two_stations(emulator_built, netns, procs
     spec = RadioNetworkSpec("medium", "nstgw", stations, medium_rate_bps=medium)
     radio, gw, senders = star(spec, netns, tmp_path)
     with radio:
-        for port in (5203, 5204):
-            iperf_server(gw, port, procs)
-        clients = [iperf_client(ns, port, "-t", "3", "-O", "1") for ns, port in zip(senders, (5203, 5204))]
-        rates = [iperf_result(c)["end"]["sum_received"]["bits_per_second"] for c in clients]
+        rates = goodputs_bps(gw, senders, procs)
         # each alone could do ~19 Mbit/s; together they share one 10 Mbit/s medium
         assert sum(rates) <= medium, rates
         assert sum(rates) >= 0.8 * medium * TCP_PAYLOAD_SHARE, rates
@@ -289,3 +323,42 @@ def test_bad_spec_fails_with_the_emulators_reason(emulator_built, netns, tmp_pat
     with pytest.raises(Exception, match="kind 'nope'"):
         RadioProcess(spec, netns("emu"), tmp_path).start()
     assert LagStats(0, 0, 0, 0).samples == 0
+
+
+def test_wifi_stations_contend_for_one_channel(emulator_built, netns, procs, tmp_path):
+    stations = tuple(Station(f"nsts{i}", NO_IMPAIRMENT, NO_IMPAIRMENT) for i in range(2))
+    spec = RadioNetworkSpec("bss", "nstgw", stations, kind="wifi", wifi=WifiBss("g", 2.4, 20))
+    radio, gw, senders = star(spec, netns, tmp_path)
+    with radio:
+        start = time.time()
+        rates = goodputs_bps(gw, senders, procs)
+        # 802.11g at 54 Mbit/s: DCF saturation leaves ~20-25 Mbit/s of TCP for all stations
+        assert 15e6 <= sum(rates) <= 30e6, rates
+        assert min(rates) >= 0.25 * sum(rates), rates
+        rows = radio.station_stats(start, time.time())
+        assert {r["station"] for r in rows} == {"nsts0", "nsts1"}
+        assert all(r["associated"] for r in rows) and sum(r["retries"] for r in rows) > 0
+
+
+def test_wifi_n_at_5ghz_is_faster_than_g(emulator_built, netns, procs, tmp_path):
+    rates = {}
+    for standard, band, width in (("g", 2.4, 20), ("n", 5, 40)):
+        station = Station("nsts0", NO_IMPAIRMENT, NO_IMPAIRMENT)
+        spec = RadioNetworkSpec(f"bss{standard}", "nstgw", (station,), kind="wifi", wifi=WifiBss(standard, band, width))
+        radio, gw, senders = star(spec, netns, tmp_path / standard)
+        with radio:
+            rates[standard] = goodputs_bps(gw, senders, procs, seconds=2)[0]
+    assert rates["n"] > 2 * rates["g"], rates
+
+
+def test_lte_single_ue_uplink_matches_the_srsran_reference(emulator_built, netns, procs, tmp_path):
+    ue = Station("nsts0", NO_IMPAIRMENT, NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
+    cell_25prb = LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1")
+    spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=cell_25prb)
+    radio, gw, (node,) = cell(spec, netns, tmp_path)
+    with radio:
+        start = time.time()
+        (rate,) = goodputs_bps(gw, [node], procs)
+        assert 7.5e6 <= rate <= 12.5e6, rate  # srsRAN eNodeB, 25 PRB: ~10 Mbit/s, +-25 %
+        rows = [r for r in radio.station_stats(start, time.time()) if r["ul_grants"]]
+        assert rows and all(r["attached"] and r["ul_mcs"] > 0 for r in rows)

@@ -45,8 +45,36 @@ class Pipe:
 @dataclass(frozen=True)
 class Station:
     tap: str  # <= 15 characters
-    up: Pipe  # station -> gateway
+    up: Pipe  # station -> gateway (kinds lte/wifi: impairment on top of the radio; Pipe(0, 0): none)
     down: Pipe  # gateway -> station
+    address: str | None = None  # kind lte: the node's address on this interface, "a.b.c.d/n" (the UE's IP)
+
+
+@dataclass(frozen=True)
+class WifiBss:
+    """kind "wifi": the BSS's PHY, named as in radio-configs/wifi/*.yaml."""
+
+    standard: str  # g | a | n | ac
+    band_ghz: float  # 2.4 | 5
+    width_mhz: int  # 20 | 40 | 80
+    channel: int | None = None  # primary 20 MHz channel; None: 6 (2.4 GHz) / 36 (5 GHz)
+    distance_m: float = 5.0  # stations on a circle of this radius around the AP
+
+
+@dataclass(frozen=True)
+class LteCell:
+    """kind "lte": the cell, named as in radio-configs/lte/*.yaml (band 7 FDD by default)."""
+
+    prb: int  # 25 | 50 | 75 | 100
+    sgi_address: str  # the PGW's address on the gateway TAP, "a.b.c.d/n"
+    sgi_gateway: str  # the EPC namespace's address on that link: the PGW's default route
+    dl_earfcn: int = 3350
+    ul_earfcn: int | None = None  # None: dl_earfcn + 18000 (FDD)
+    # UEs on a circle of this radius around the eNodeB. None: 2000 m x sqrt(25 / prb), which
+    # gives one UE using all PRBs at 23 dBm an uplink SINR ~19 dB, MCS 20, at any bandwidth:
+    # the srsRAN single-UE reference rates (docs/emulator.md).
+    distance_m: float | None = None
+    ue_tx_power_dbm: float = 23.0  # fixed (no uplink power control)
 
 
 @dataclass(frozen=True)
@@ -62,6 +90,8 @@ class RadioNetworkSpec:
     # SCHED_FIFO priority of the emulator's threads (0: normal scheduling). On a busy host it
     # cuts p99 lag from several ms to well under 1 ms; see docs/emulator.md.
     realtime_priority: int = 10
+    wifi: WifiBss | None = None  # required for kind "wifi"
+    lte: LteCell | None = None  # required for kind "lte"
 
 
 @dataclass(frozen=True)
@@ -82,6 +112,37 @@ def _pipe_config(pipe: Pipe, rtt_s: float) -> dict:
     if pipe.queue_packets is None:
         config["queue_packets"] = _queue_for(pipe.rate_bps, rtt_s)
     return config
+
+
+def _wifi_channel(bss: WifiBss) -> dict:
+    """ns-3 numbers a 40/80 MHz channel by its centre; profiles give the primary 20 MHz one."""
+    primary = bss.channel or (6 if bss.band_ghz < 3 else 36)
+    if bss.width_mhz == 20:
+        return {"channel_number": primary, "primary20": 0}
+    if bss.band_ghz < 3:  # HT40+: the secondary channel is above the primary
+        return {"channel_number": primary + 2, "primary20": 0}
+    span = bss.width_mhz // 5  # channel numbers covered
+    start = 36 + (primary - 36) // span * span
+    return {"channel_number": start + span // 2 - 2, "primary20": (primary - start) // 4}
+
+
+def _radio_config(spec: RadioNetworkSpec) -> dict:
+    if spec.kind == "wifi":
+        if spec.wifi is None:
+            raise RigError(f"radio network {spec.name}: kind wifi needs a WifiBss (field wifi)")
+        return {"wifi": {**asdict(spec.wifi), **_wifi_channel(spec.wifi)}}
+    if spec.kind == "lte":
+        if spec.lte is None:
+            raise RigError(f"radio network {spec.name}: kind lte needs an LteCell (field lte)")
+        missing = [s.tap for s in spec.stations if not s.address]
+        if missing:
+            raise RigError(f"radio network {spec.name}: kind lte needs an address for stations {missing}")
+        cell = asdict(spec.lte)
+        cell["ul_earfcn"] = spec.lte.ul_earfcn or spec.lte.dl_earfcn + 18000
+        if spec.lte.distance_m is None:
+            cell["distance_m"] = 2000.0 * math.sqrt(25 / spec.lte.prb)
+        return {"lte": cell}
+    return {}
 
 
 def _check_spec(spec: RadioNetworkSpec) -> None:
@@ -113,10 +174,20 @@ def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
         "realtime_priority": spec.realtime_priority,
         "medium": {"rate_bps": spec.medium_rate_bps, "queue_packets": medium_queue},
         "stations": [
-            {"tap": s.tap, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt)}
+            {"tap": s.tap, "address": s.address, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt)}
             for s, rtt in zip(spec.stations, rtts)
         ],
+        **_radio_config(spec),
     }
+
+
+def _process_start_time(pid: int) -> int | None:
+    """Start time (clock ticks since boot) of a live, not yet reaped-or-zombie process."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
 def _read_jsonl(path: Path) -> list[dict]:
@@ -185,7 +256,7 @@ class RadioProcess:
                 start_new_session=True,  # a Ctrl-C meant for the caller does not reach it
             )
         self.pid = self._proc.pid  # `ip netns exec` execs the emulator: same pid
-        self.pid_path.write_text(f"{self.pid}\n")
+        self.pid_path.write_text(f"{self.pid} {_process_start_time(self.pid)}\n")
         if not self._wait_ready(timeout_s):
             self.stop()
             raise RigError(f"radio network {self.spec.name} did not start: {self._stderr_tail()}")
@@ -213,16 +284,15 @@ class RadioProcess:
         return text[-2000:] or "(no output)"
 
     def _adopt_pid_file(self) -> None:
-        """Finds a process started for this network by another RadioProcess (another CLI call)."""
+        """Finds a process started for this network by another RadioProcess (another CLI call).
+
+        The pid file holds "PID STARTTIME"; the start time tells a reused pid apart.
+        """
         try:
-            pid = int(self.pid_path.read_text())
+            pid, started = (int(x) for x in self.pid_path.read_text().split())
         except (OSError, ValueError):
             return
-        try:
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
-        except OSError:
-            return
-        if str(self.config_path).encode() in cmdline:
+        if _process_start_time(pid) == started:
             self.pid = pid
 
     def alive(self) -> bool:
@@ -230,13 +300,11 @@ class RadioProcess:
             return self._proc.poll() is None
         if self.pid is None:
             return False
-        self._adopt_pid_file()  # re-check: the pid may have died and been reused
         try:
-            cmdline = Path(f"/proc/{self.pid}/cmdline").read_bytes()
-            state = Path(f"/proc/{self.pid}/stat").read_text().rsplit(")", 1)[1].split()[0]
-        except OSError:
+            started = int(self.pid_path.read_text().split()[1])
+        except (OSError, ValueError, IndexError):
             return False
-        return str(self.config_path).encode() in cmdline and state != "Z"
+        return _process_start_time(self.pid) == started
 
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 5 s. Idempotent; the TAPs are gone when it returns."""

@@ -8,18 +8,6 @@ namespace rigemu
 namespace
 {
 
-PipeConfig
-ReadPipe(const Json& j)
-{
-    PipeConfig c;
-    c.rateBps = j.Num("rate_bps");
-    c.delayS = j.Num("delay_s");
-    c.jitterS = j.Num("jitter_s", 0.0);
-    c.loss = j.Num("loss", 0.0);
-    c.queuePackets = static_cast<uint32_t>(j.Num("queue_packets"));
-    return c;
-}
-
 // Per-second deltas of one pipe's counters, as JSON members with a prefix ("up_", "down_").
 void
 WriteDelta(std::FILE* out, const char* prefix, const Pipe& pipe, PipeCounters& reported)
@@ -61,8 +49,8 @@ LinksNetwork::LinksNetwork(const Json& config)
     {
         Station station;
         station.tap = s.Str("tap");
-        station.up = std::make_unique<Pipe>(ReadPipe(s.At("up")), m_random);
-        station.down = std::make_unique<Pipe>(ReadPipe(s.At("down")), m_random);
+        station.up = std::make_unique<Pipe>(PipeConfigFrom(s.At("up")), m_random);
+        station.down = std::make_unique<Pipe>(PipeConfigFrom(s.At("down")), m_random);
         station.device = MakeTapDevice(OpenTap(station.tap));
         station.device->SetPromiscReceiveCallback(receive);
         m_stations.push_back(std::move(station));
@@ -77,11 +65,7 @@ LinksNetwork::Receive(ns3::Ptr<ns3::NetDevice> device,
                       const ns3::Address& to,
                       ns3::NetDevice::PacketType)
 {
-    Frame frame;
-    frame.packet = packet->Copy();
-    frame.src = ns3::Mac48Address::ConvertFrom(from);
-    frame.dst = ns3::Mac48Address::ConvertFrom(to);
-    frame.protocol = protocol;
+    Frame frame = Frame::Of(packet, from, to, protocol);
     if (device == m_gateway)
     {
         FromGateway(frame);
@@ -99,7 +83,7 @@ LinksNetwork::Receive(ns3::Ptr<ns3::NetDevice> device,
 }
 
 void
-LinksNetwork::Send(Frame frame, std::initializer_list<Pipe*> route, ns3::Ptr<ns3::FdNetDevice> out)
+LinksNetwork::Send(Frame frame, std::initializer_list<Pipe*> route, ns3::Ptr<ns3::NetDevice> out)
 {
     frame.nHops = 0;
     frame.next = 0;

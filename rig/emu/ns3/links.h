@@ -42,7 +42,7 @@ class LinksNetwork : public RadioNetwork
                  ns3::NetDevice::PacketType type);
     void FromGateway(Frame frame);
     void FromStation(size_t index, Frame frame);
-    void Send(Frame frame, std::initializer_list<Pipe*> route, ns3::Ptr<ns3::FdNetDevice> out);
+    void Send(Frame frame, std::initializer_list<Pipe*> route, ns3::Ptr<ns3::NetDevice> out);
 
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
     std::unique_ptr<Pipe> m_medium; // null when the network has no shared medium

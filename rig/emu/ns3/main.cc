@@ -4,6 +4,8 @@
 
 #include "json.h"
 #include "links.h"
+#include "lte.h"
+#include "wifi.h"
 #include "monitor.h"
 
 #include "ns3/boolean.h"
@@ -13,6 +15,8 @@
 #include "ns3/string.h"
 
 #include <csignal>
+#include <cstdlib>
+#include <functional>
 #include <cstdio>
 #include <cstring>
 #include <cerrno>
@@ -41,6 +45,14 @@ MakeNetwork(const rigemu::Json& config)
     if (kind == "links")
     {
         return std::make_unique<rigemu::LinksNetwork>(config);
+    }
+    if (kind == "lte")
+    {
+        return std::make_unique<rigemu::LteNetwork>(config);
+    }
+    if (kind == "wifi")
+    {
+        return std::make_unique<rigemu::WifiNetwork>(config);
     }
     throw std::runtime_error("kind '" + kind + "' is not supported by this build");
 }
@@ -114,8 +126,25 @@ main(int argc, char** argv)
                                 *network,
                                 []() { return g_stop != 0; });
         monitor.Start();
-        // Devices start their reader threads at t=0; announce after that.
-        ns3::Simulator::Schedule(ns3::MilliSeconds(1), &AnnounceReady);
+        // Devices start their reader threads at t=0; announce once the network can carry traffic.
+        double readyTimeout = config.Num("ready_timeout_s", 10.0);
+        std::function<void()> announceWhenReady;
+        announceWhenReady = [&]() {
+            if (network->Ready())
+            {
+                AnnounceReady();
+            }
+            else if (ns3::Simulator::Now().GetSeconds() > readyTimeout)
+            {
+                std::fprintf(stderr, "radio-emulator: stations not ready after %.1f s\n", readyTimeout);
+                std::exit(1);
+            }
+            else
+            {
+                ns3::Simulator::Schedule(ns3::MilliSeconds(10), announceWhenReady);
+            }
+        };
+        ns3::Simulator::Schedule(ns3::MilliSeconds(1), announceWhenReady);
         ns3::Simulator::Run();
         ns3::Simulator::Destroy();
     }

@@ -11,6 +11,9 @@ class RadioNetwork
   public:
     virtual ~RadioNetwork() = default;
 
+    // True once stations can carry traffic (WiFi associated, LTE attached); READY waits for it.
+    virtual bool Ready() const { return true; }
+
     // Appends one JSON line per station with the counters of the second that just ended.
     virtual void WriteStats(std::FILE* out, double unixTime) = 0;
 };

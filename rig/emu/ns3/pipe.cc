@@ -7,6 +7,29 @@
 namespace rigemu
 {
 
+PipeConfig
+PipeConfigFrom(const Json& j)
+{
+    PipeConfig c;
+    c.rateBps = j.Num("rate_bps");
+    c.delayS = j.Num("delay_s");
+    c.jitterS = j.Num("jitter_s", 0.0);
+    c.loss = j.Num("loss", 0.0);
+    c.queuePackets = static_cast<uint32_t>(j.Num("queue_packets"));
+    return c;
+}
+
+Frame
+Frame::Of(ns3::Ptr<const ns3::Packet> packet, const ns3::Address& from, const ns3::Address& to, uint16_t protocol)
+{
+    Frame frame;
+    frame.packet = packet->Copy();
+    frame.src = ns3::Mac48Address::ConvertFrom(from);
+    frame.dst = ns3::Mac48Address::ConvertFrom(to);
+    frame.protocol = protocol;
+    return frame;
+}
+
 void
 Frame::Forward()
 {
@@ -16,7 +39,14 @@ Frame::Forward()
         hop->Enqueue(*this);
         return;
     }
-    out->SendFrom(packet, src, dst, protocol);
+    if (out->SupportsSendFrom())
+    {
+        out->SendFrom(packet, src, dst, protocol);
+    }
+    else
+    {
+        out->Send(packet, dst, protocol);
+    }
 }
 
 Pipe::Pipe(const PipeConfig& config, ns3::Ptr<ns3::UniformRandomVariable> random)

@@ -2,8 +2,10 @@
 // Frames may cross several pipes in a row (shared medium, then a station's own link).
 #pragma once
 
-#include "ns3/fd-net-device.h"
+#include "json.h"
+
 #include "ns3/mac48-address.h"
+#include "ns3/net-device.h"
 #include "ns3/nstime.h"
 #include "ns3/packet.h"
 #include "ns3/random-variable-stream.h"
@@ -18,7 +20,8 @@ namespace rigemu
 class Pipe;
 
 // An Ethernet frame in flight: the payload (Ethernet header stripped by the FdNetDevice), its
-// addresses, and the route still ahead of it. At the end of the route it is written to `out`.
+// addresses, and the route still ahead of it. At the end of the route it is handed to `out`
+// (with its original source address where the device can send from any address).
 struct Frame
 {
     ns3::Ptr<ns3::Packet> packet;
@@ -28,7 +31,13 @@ struct Frame
     std::array<Pipe*, 4> hops{};
     size_t nHops = 0;
     size_t next = 0;
-    ns3::Ptr<ns3::FdNetDevice> out;
+    ns3::Ptr<ns3::NetDevice> out;
+
+    // A frame as a device's receive callback reports it (the payload is copied).
+    static Frame Of(ns3::Ptr<const ns3::Packet> packet,
+                    const ns3::Address& from,
+                    const ns3::Address& to,
+                    uint16_t protocol);
 
     uint32_t WireBytes() const { return packet->GetSize() + 14; }
 
@@ -43,6 +52,9 @@ struct PipeConfig
     double loss = 0;     // probability a frame is lost after it used the link
     uint32_t queuePackets = 50;
 };
+
+// {"rate_bps", "delay_s", "jitter_s", "loss", "queue_packets"} from the config.
+PipeConfig PipeConfigFrom(const Json& pipe);
 
 struct PipeCounters
 {

@@ -10,6 +10,7 @@
 #include <linux/if_tun.h>
 #include <stdexcept>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 namespace rigemu
@@ -45,6 +46,28 @@ OpenTap(const std::string& name)
         throw std::runtime_error("TUNSETOFFLOAD " + name + ": " + strerror(err));
     }
     return fd;
+}
+
+ns3::Mac48Address
+TapMac(const std::string& name)
+{
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    int rc = sock < 0 ? -1 : ioctl(sock, SIOCGIFHWADDR, &ifr);
+    int err = errno;
+    if (sock >= 0)
+    {
+        close(sock);
+    }
+    if (rc < 0)
+    {
+        throw std::runtime_error("SIOCGIFHWADDR " + name + ": " + strerror(err));
+    }
+    ns3::Mac48Address mac;
+    mac.CopyFrom(reinterpret_cast<const uint8_t*>(ifr.ifr_hwaddr.sa_data));
+    return mac;
 }
 
 ns3::Ptr<ns3::FdNetDevice>

@@ -1,0 +1,63 @@
+// kind "lte": one LENA cell with its EPC. Every station TAP is a UE (its node's LTE
+// interface); the gateway TAP is the PGW's SGi side. Like a USB LTE modem, the emulator answers
+// the node's ARP requests itself and carries only IPv4: the UE's IP address is the node's
+// address on that interface, and the PGW is an IP hop between the cell and the EPC namespace.
+#pragma once
+
+#include "edge.h"
+#include "json.h"
+#include "network.h"
+
+#include "ns3/fd-net-device.h"
+#include "ns3/lte-helper.h"
+#include "ns3/lte-ue-net-device.h"
+
+#include <map>
+#include <memory>
+#include <vector>
+
+namespace rigemu
+{
+
+class LteNetwork : public RadioNetwork
+{
+  public:
+    explicit LteNetwork(const Json& config);
+
+    bool Ready() const override;
+    void WriteStats(std::FILE* out, double unixTime) override;
+
+  private:
+    // Per UE and second: what the eNodeB's uplink scheduler and SRS measurements saw.
+    struct RadioCounters
+    {
+        double sinrSum = 0; // linear
+        uint32_t sinrReports = 0;
+        uint64_t ulMcsSum = 0;
+        uint64_t ulGrants = 0;
+        uint64_t ulTbBits = 0;
+    };
+
+    void ConnectSgi(ns3::Ptr<ns3::Node> pgw, const Json& cell);
+    void FromNode(size_t station, Frame frame);
+    bool FromAirAtUe(size_t station,
+                     ns3::Ptr<ns3::NetDevice>,
+                     ns3::Ptr<const ns3::Packet> packet,
+                     uint16_t protocol,
+                     const ns3::Address&);
+    void AnswerArp(size_t station, ns3::Ptr<const ns3::Packet> packet);
+    void OnUlScheduling(uint32_t frame, uint32_t subframe, uint16_t rnti, uint8_t mcs, uint16_t tbsBytes, uint8_t cc);
+    void OnUeSinr(uint16_t cellId, uint16_t rnti, double sinr, uint8_t cc);
+    RadioCounters* CountersOf(uint16_t rnti);
+
+    ns3::Ptr<ns3::UniformRandomVariable> m_random;
+    ns3::Ptr<ns3::LteHelper> m_lte;
+    ns3::Ptr<ns3::FdNetDevice> m_gateway;
+    std::vector<std::unique_ptr<StationEdge>> m_edges;
+    std::vector<ns3::Ptr<ns3::LteUeNetDevice>> m_ues;
+    std::vector<ns3::Mac48Address> m_nodeMac; // learned from the node's frames
+    std::vector<RadioCounters> m_radio;
+    ns3::Mac48Address m_modemMac; // what the node's ARP requests are answered with
+};
+
+} // namespace rigemu
