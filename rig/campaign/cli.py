@@ -56,8 +56,10 @@ def plan(file: Path, as_json: bool) -> None:
               help="Reach the emulated nodes with ip netns exec, or over SSH on the management network.")
 @click.option("--agent-path", default=None, help="With --transport ssh: the node agent's path on the nodes "
               "(default: this checkout's; /opt/rig/rig_agent.py once the Ansible node role installed it).")
+@click.option("--use-running", is_flag=True, help="Run on the emulated rig already up with --prefix (e.g. provisioned "
+              "with ansible/nodes.yml) and leave it up; fails if it is not up (with --ssh for --transport ssh).")
 def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
-        agent_path: str | None) -> None:
+        agent_path: str | None, use_running: bool) -> None:
     """Execute the campaign in FILE and record every run."""
     from rig.campaign.runner import Stopped, run_campaign
 
@@ -67,7 +69,7 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
         raise click.ClickException("physical rigs are driven through ansible/campaign.yml (SSH transport)")
     try:
         result = run_campaign(file, out, resume=resume, prefix=prefix, keep_up=keep_up, transport=transport,
-                              agent_path=agent_path)
+                              agent_path=agent_path, use_running=use_running)
     except Stopped as e:
         click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
         raise SystemExit(130)

@@ -110,10 +110,27 @@ def prepare(file: Path, out: Path, resume: bool) -> tuple[Campaign, Plan, Campai
     return campaign, plan, store, note
 
 
+def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
+    """--use-running: the rig must already be up (with its management network for SSH) and big enough."""
+    st = rig.status()
+    if not st["up"] or not st["settings"]:
+        raise RigError(f"emulated rig '{rig.prefix}' is not up (rig emu up --prefix {rig.prefix})")
+    if ssh and not st["ssh"]:
+        raise RigError(f"emulated rig '{rig.prefix}' is up without --ssh: its nodes have no SSH server")
+    if st["settings"]["pairs"] < pairs:
+        raise RigError(f"emulated rig '{rig.prefix}' has {st['settings']['pairs']} pairs, the campaign needs {pairs}")
+
+
 def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig", keep_up: bool = False,
-                 progress: Progress | None = None, transport: str = "netns", agent_path: str | None = None) -> CampaignResult:
+                 progress: Progress | None = None, transport: str = "netns", agent_path: str | None = None,
+                 use_running: bool = False) -> CampaignResult:
     """transport: how the node agents are reached on the emulated rig: `netns` (ip netns exec)
-    or `ssh` (over the rig's management network, as on the physical lab)."""
+    or `ssh` (over the rig's management network, as on the physical lab).
+    use_running: run on the rig already up under `prefix` (e.g. provisioned with ansible/nodes.yml)
+    and leave it up, so its nodes keep what was installed on them."""
+    rig = EmulatedRig(prefix)
+    if use_running:  # before anything is written
+        require_running(rig, transport == "ssh", load_campaign(file).pairs)
     campaign, plan, store, note = prepare(file, out, resume)
     discarded = store.discard_partial()
     finished = store.finished_ids()
@@ -125,7 +142,6 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
     t_start, transfer, counts = time.monotonic(), 0.0, {"ok": 0, "invalid": 0, "failed": 0}
     spreads: list[float] = []
     sink = _sink()
-    rig = EmulatedRig(prefix)
     agents = None
     try:
         with _SignalGuard():
@@ -160,7 +176,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
     finally:
         if agents is not None:
             agents.close()
-        if not keep_up:
+        if not (keep_up or use_running):
             rig.down()
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads)
 

@@ -1,0 +1,122 @@
+"""The node role provisions the emulated rig's nodes over SSH, as it would the lab's boards.
+
+A lab user's sequence, for real: `rig emu up --ssh`, `rig emu inventory`, ansible/nodes.yml from
+the management namespace (twice: the second run must change nothing), then a campaign on the
+same, still running nodes through the SSH transport with the agent the role installed. The
+host's /etc must be as before: everything the role wrote lives in the nodes' private layers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import subprocess
+import uuid
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+import yaml
+
+from conftest import REPO, run_rig
+from test_ansible import ANSIBLE, BIN, ansible_env
+from test_emulated_ssh import etc_fingerprint
+from rig.emu import mgmt, netns
+from rig.emu.rig import STATE_ROOT, EmulatedRig
+from rig.node_config import NODE_SYSCTLS, OPTIONAL_SYSCTLS
+from rig.transport.ssh import SshTransport
+
+AGENT = "/opt/rig/rig_agent.py"  # the role's node_agent_path
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+
+
+@pytest.fixture
+def ae_prefix():
+    """A unique prefix for this file's rigs; the rig is torn down afterwards, also on failure."""
+    prefix = "ae" + uuid.uuid4().hex[:5]
+    try:
+        yield prefix
+    finally:
+        EmulatedRig(prefix).down()
+        assert netns.with_prefix(prefix) == [], "the rig left namespaces behind"
+
+
+def play_recap(stdout: str) -> dict[str, dict[str, int]]:
+    return {m[1]: {"ok": int(m[2]), "changed": int(m[3]), "unreachable": int(m[4]), "failed": int(m[5])}
+            for m in RECAP.finditer(stdout.split("PLAY RECAP", 1)[-1])}
+
+
+def nodes_playbook(prefix: str, inventory: Path, tmp_path: Path) -> dict[str, dict[str, int]]:
+    """ansible/nodes.yml against the emulated rig, from its management namespace."""
+    p = subprocess.run(
+        ["ip", "netns", "exec", f"{prefix}-mgmt", BIN / "ansible-playbook", "-i", inventory, "nodes.yml",
+         "--vault-password-file", ANSIBLE / "vault-demo-password.txt"],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    recap = play_recap(p.stdout)
+    assert p.returncode == 0 and recap, p.stdout[-4000:] + p.stderr[-2000:]
+    return recap
+
+
+def on_node(prefix: str, host: str, script: str) -> str:
+    ssh = SshTransport({host: str(mgmt.mgmt_address(host))}, key=mgmt.SshKeys(STATE_ROOT / prefix).client_key,
+                       control_dir=STATE_ROOT / prefix / "ssh", via=["ip", "netns", "exec", f"{prefix}-mgmt"])
+    p = subprocess.run(ssh.argv(host, ["sh", "-c", script]), capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    return p.stdout
+
+
+@pytest.mark.emulated
+def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_path, emulator, ae_prefix):
+    before = etc_fingerprint()
+    assert not Path(AGENT).exists(), f"{AGENT} on this host: the test could not tell whose agent ran"
+    run_rig("emu", "up", "--ssh", "--setup", "I", "--pairs", "1", "--prefix", ae_prefix, check=True)
+    inventory = tmp_path / "emu.ini"
+    inventory.write_text(run_rig("emu", "inventory", "--prefix", ae_prefix, check=True).stdout)
+
+    first = nodes_playbook(ae_prefix, inventory, tmp_path)
+    second = nodes_playbook(ae_prefix, inventory, tmp_path)
+    assert set(first) == set(second) == {"s1", "r1"}, first
+    assert all(r["changed"] > 0 and r["failed"] == r["unreachable"] == 0 for r in first.values()), first
+    assert all(r["changed"] == 0 and r["failed"] == r["unreachable"] == 0 for r in second.values()), second
+
+    agent_sha = hashlib.sha256((REPO / "nodes" / "agent" / "rig_agent.py").read_bytes()).hexdigest()
+    for host in ("s1", "r1"):
+        mode, sha = on_node(ae_prefix, host, f"stat -c %a {AGENT}; sha256sum {AGENT}").split()[:2]
+        assert (mode, sha) == ("755", agent_sha)
+        assert "net.ipv4.tcp_no_metrics_save = 1" in on_node(ae_prefix, host, "cat /etc/sysctl.d/90-rig-mptcp.conf")
+        assert on_node(ae_prefix, host, "ls /etc/rig/interfaces; test -x /usr/local/sbin/rig-if-up").split() == ["lte0.env", "wlan0.env"]
+    assert not Path(AGENT).exists() and not Path("/etc/rig").exists()
+
+    # The same nodes, still up, through the SSH transport with the role-installed agent (which
+    # exists only in the nodes' layers, so a run that works used it).
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("name: provisioned\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB]}\nlimits: {max_lag_p99_ms: 200}\n")
+    out = tmp_path / "results"
+    run_rig("campaign", "run", str(campaign), "--out", str(out), "--prefix", ae_prefix, "--transport", "ssh",
+            "--agent-path", AGENT, "--use-running", check=True)
+    rows = pq.read_table(next(out.glob("provisioned-*")) / "runs.parquet").to_pylist()
+    assert len(rows) == 1 and rows[0]["status"] == "ok" and rows[0]["bytes_lte"] > 0 and rows[0]["bytes_wifi"] > 0, rows
+    assert EmulatedRig(ae_prefix).status()["up"], "--use-running must leave the user's rig up"
+    assert on_node(ae_prefix, "s1", f"test -x {AGENT} && echo kept").strip() == "kept"
+
+    assert etc_fingerprint() == before
+
+
+def test_use_running_refuses_a_rig_that_is_not_up(tmp_path):
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("name: x\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB]}\n")
+    prefix = "ae" + uuid.uuid4().hex[:5]
+    p = run_rig("campaign", "run", str(campaign), "--out", str(tmp_path / "results"), "--prefix", prefix,
+                "--transport", "ssh", "--use-running")
+    assert p.returncode == 1 and f"emulated rig '{prefix}' is not up" in p.stderr, p.stderr
+    assert not (tmp_path / "results").exists()  # nothing half-written
+    assert netns.with_prefix(prefix) == []
+
+
+def test_role_sysctls_are_the_runners():
+    """The node role sets the node sysctls the campaign runner sets (rig/node_config.py); the ARP ones
+    only on receivers, the nodes with two interfaces in one subnet."""
+    defaults = yaml.safe_load((ANSIBLE / "roles" / "node" / "defaults" / "main.yml").read_text())
+    role = {k: str(v) for k, v in {**defaults["node_sysctls"], **defaults["node_receiver_sysctls"]}.items()}
+    assert role == {**NODE_SYSCTLS, **OPTIONAL_SYSCTLS}
