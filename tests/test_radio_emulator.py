@@ -362,3 +362,15 @@ def test_lte_single_ue_uplink_matches_the_srsran_reference(emulator_built, netns
         assert 7.5e6 <= rate <= 12.5e6, rate  # srsRAN eNodeB, 25 PRB: ~10 Mbit/s, +-25 %
         rows = [r for r in radio.station_stats(start, time.time()) if r["ul_grants"]]
         assert rows and all(r["attached"] and r["ul_mcs"] > 0 for r in rows)
+
+
+def test_impairment_pipes_stack_on_top_of_the_radio(emulator_built, netns, procs, tmp_path):
+    rtts = {}
+    for extra_s in (0.0, 0.020):
+        ue = Station("nsts0", Pipe(0, extra_s), NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
+        lte = LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1")
+        spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=lte)
+        radio, gw, (node,) = cell(spec, netns, tmp_path / str(extra_s))
+        with radio:
+            rtts[extra_s] = statistics.median(echo_rtts_ms(gw, node, f"{SUBNET}.1", 8, procs))
+    assert 18 <= rtts[0.020] - rtts[0.0] <= 22, rtts
