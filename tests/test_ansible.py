@@ -12,7 +12,7 @@ import yaml
 
 ANSIBLE = Path(__file__).resolve().parent.parent / "ansible"
 BIN = Path(sys.executable).parent
-PLAYBOOKS = ["site.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml"]
+PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml"]
 ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
 
 
