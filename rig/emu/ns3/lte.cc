@@ -16,6 +16,7 @@
 #include "ns3/lte-enb-mac.h"
 #include "ns3/lte-enb-net-device.h"
 #include "ns3/lte-enb-phy.h"
+#include "ns3/lte-ue-phy.h"
 #include "ns3/lte-ue-rrc.h"
 #include "ns3/node-container.h"
 #include "ns3/point-to-point-epc-helper.h"
@@ -130,6 +131,12 @@ LteNetwork::LteNetwork(const Json& config)
     auto enb = ns3::DynamicCast<ns3::LteEnbNetDevice>(enbDevices.Get(0));
     enb->GetMac()->TraceConnectWithoutContext("UlScheduling", ns3::MakeCallback(&LteNetwork::OnUlScheduling, this));
     enb->GetPhy()->TraceConnectWithoutContext("ReportUeSinr", ns3::MakeCallback(&LteNetwork::OnUeSinr, this));
+    enb->GetMac()->TraceConnectWithoutContext("DlScheduling", ns3::MakeCallback(&LteNetwork::OnDlScheduling, this));
+    for (size_t i = 0; i < m_ues.size(); ++i)
+    {
+        m_ues[i]->GetPhy()->TraceConnectWithoutContext("ReportUlPhyResourceBlocks",
+                                                       ns3::MakeCallback(&LteNetwork::OnUlResourceBlocks, this).Bind(i));
+    }
 }
 
 void
@@ -244,19 +251,43 @@ LteNetwork::OnUeSinr(uint16_t, uint16_t rnti, double sinr, uint8_t)
 }
 
 void
+LteNetwork::OnDlScheduling(ns3::DlSchedulingCallbackInfo info)
+{
+    if (RadioCounters* c = CountersOf(info.rnti))
+    {
+        c->dlMcsSum += info.mcsTb1;
+        c->dlGrants++;
+        c->dlTbBits += (info.sizeTb1 + info.sizeTb2) * 8ull;
+    }
+}
+
+void
+LteNetwork::OnUlResourceBlocks(size_t station, uint16_t, const std::vector<int>& rbs)
+{
+    m_radio[station].ulPrbSubframes += rbs.size();
+}
+
+void
 LteNetwork::WriteStats(std::FILE* out, double unixTime)
 {
     for (size_t i = 0; i < m_edges.size(); ++i)
     {
         const RadioCounters& c = m_radio[i];
-        char extra[256];
+        auto mean = [](double sum, uint64_t n) { return n ? std::to_string(sum / n) : std::string("null"); };
+        std::string sinr = c.sinrReports ? std::to_string(10 * std::log10(c.sinrSum / c.sinrReports)) : "null";
+        char extra[512];
         std::snprintf(extra,
                       sizeof(extra),
-                      ", \"ul_sinr_db\": %s, \"ul_mcs\": %s, \"ul_grants\": %llu, \"ul_tb_bits\": %llu, \"attached\": %s",
-                      c.sinrReports ? std::to_string(10 * std::log10(c.sinrSum / c.sinrReports)).c_str() : "null",
-                      c.ulGrants ? std::to_string(double(c.ulMcsSum) / c.ulGrants).c_str() : "null",
+                      ", \"ul_sinr_db\": %s, \"ul_mcs\": %s, \"ul_grants\": %llu, \"ul_tb_bits\": %llu, "
+                      "\"ul_prbs\": %s, \"dl_mcs\": %s, \"dl_grants\": %llu, \"dl_tb_bits\": %llu, \"attached\": %s",
+                      sinr.c_str(),
+                      mean(c.ulMcsSum, c.ulGrants).c_str(),
                       static_cast<unsigned long long>(c.ulGrants),
                       static_cast<unsigned long long>(c.ulTbBits),
+                      mean(c.ulPrbSubframes, c.ulGrants).c_str(),
+                      mean(c.dlMcsSum, c.dlGrants).c_str(),
+                      static_cast<unsigned long long>(c.dlGrants),
+                      static_cast<unsigned long long>(c.dlTbBits),
                       m_ues[i]->GetNas()->GetState() == ns3::EpcUeNas::ACTIVE ? "true" : "false");
         m_edges[i]->WriteStats(out, unixTime, extra);
         m_radio[i] = RadioCounters();

@@ -9,6 +9,7 @@
 #include "network.h"
 
 #include "ns3/fd-net-device.h"
+#include "ns3/lte-common.h"
 #include "ns3/lte-helper.h"
 #include "ns3/lte-ue-net-device.h"
 
@@ -36,6 +37,10 @@ class LteNetwork : public RadioNetwork
         uint64_t ulMcsSum = 0;
         uint64_t ulGrants = 0;
         uint64_t ulTbBits = 0;
+        uint64_t ulPrbSubframes = 0; // PRBs the UE sent on, summed over its subframes
+        uint64_t dlMcsSum = 0;
+        uint64_t dlGrants = 0;
+        uint64_t dlTbBits = 0;
     };
 
     void ConnectSgi(ns3::Ptr<ns3::Node> pgw, const Json& cell);
@@ -48,6 +53,8 @@ class LteNetwork : public RadioNetwork
     void AnswerArp(size_t station, ns3::Ptr<const ns3::Packet> packet);
     void OnUlScheduling(uint32_t frame, uint32_t subframe, uint16_t rnti, uint8_t mcs, uint16_t tbsBytes, uint8_t cc);
     void OnUeSinr(uint16_t cellId, uint16_t rnti, double sinr, uint8_t cc);
+    void OnDlScheduling(ns3::DlSchedulingCallbackInfo info);
+    void OnUlResourceBlocks(size_t station, uint16_t rnti, const std::vector<int>& rbs);
     RadioCounters* CountersOf(uint16_t rnti);
 
     ns3::Ptr<ns3::UniformRandomVariable> m_random;

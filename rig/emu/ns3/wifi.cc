@@ -65,6 +65,7 @@ WifiNetwork::WifiNetwork(const Json& config)
     double bandGhz = w.Num("band_ghz");
     int width = static_cast<int>(w.Num("width_mhz"));
     PhySettings settings = SettingsFor(standard, bandGhz, width);
+    m_dataMode = settings.dataMode;
     int channel = static_cast<int>(w.Num("channel_number")); // the centre, as ns-3 numbers it
     int primary20 = static_cast<int>(w.Num("primary20", 0));
 
@@ -193,7 +194,7 @@ WifiNetwork::WriteStats(std::FILE* out, double unixTime)
 {
     for (size_t i = 0; i < m_edges.size(); ++i)
     {
-        std::string extra = ", \"retries\": " + std::to_string(m_retries[i]) +
+        std::string extra = ", \"data_mode\": \"" + m_dataMode + "\", \"retries\": " + std::to_string(m_retries[i]) +
                             ", \"associated\": " +
                             (ns3::DynamicCast<ns3::StaWifiMac>(m_stations[i]->GetMac())->IsAssociated()
                                  ? "true"

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <string>
 #include <vector>
 
 namespace rigemu
@@ -54,6 +55,7 @@ class WifiNetwork : public RadioNetwork
     std::vector<std::unique_ptr<StationEdge>> m_edges;
     std::vector<ns3::Ptr<ns3::WifiNetDevice>> m_stations;
     std::map<ns3::Mac48Address, size_t> m_stationOfMac;
+    std::string m_dataMode; // the fixed PHY rate of data frames, e.g. "HtMcs7"
     std::vector<uint64_t> m_retries; // MAC retransmissions per station in the current second
 };
 
