@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from rig.emu.build import build
+from rig.emu.build import build, emulator_binary, is_up_to_date
 from rig.emu.radio import LagStats, LteCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss
 
 pytestmark = [
@@ -221,6 +221,10 @@ def link(rate: float, delay: float, **kw) -> Pipe:
 
 def taps_in(ns: str) -> list[str]:
     return [l["ifname"] for l in json.loads(sh("ip", "-j", "link", "show", ns=ns)) if l["ifname"] != "lo"]
+
+
+def test_build_is_recorded_as_up_to_date(emulator_built):
+    assert emulator_built == emulator_binary() and is_up_to_date()
 
 
 def test_rtt_is_uplink_plus_downlink_delay(emulator_built, netns, procs, tmp_path):

@@ -90,33 +90,61 @@ def _run_jobs(commands: list[list[str]]) -> None:
         raise RigError("building the radio emulator failed:\n" + failure[-4000:])
 
 
+def _fresh(output: Path, stamp: Path, digest: str) -> bool:
+    return output.exists() and stamp.exists() and stamp.read_text() == digest
+
+
+def _units(cxx: str, include: Path) -> list[tuple[Path, list[str], Path, str]]:
+    """(object, compile command, stamp file, digest of its inputs) per source file."""
+    obj_dir = BUILD_DIR / "obj"
+    headers = b"".join(p.read_bytes() for p in sorted(SOURCE_DIR.glob("*.h")))
+    units = []
+    for source in sorted(SOURCE_DIR.glob("*.cc")):
+        obj = obj_dir / (source.stem + ".o")
+        command = _compile_command(cxx, include, source, obj)
+        digest = _digest(source.read_bytes(), headers, " ".join(command).encode())
+        units.append((obj, command, obj.with_suffix(".hash"), digest))
+    return units
+
+
+def _link_plan(cxx: str, lib: Path, objects: list[Path]) -> tuple[list[str], Path, str]:
+    binary = emulator_binary()
+    link = _link_command(cxx, lib, objects, binary.with_suffix(".tmp"))
+    existing = [o.read_bytes() for o in objects if o.exists()]
+    return link, binary.with_suffix(".hash"), _digest(*existing, " ".join(link).encode())
+
+
+def is_up_to_date() -> bool:
+    """True if the binary exists and was built from the current sources (for `rig doctor`)."""
+    try:
+        include, lib = ns3_paths()
+        cxx = _compiler()
+    except RigError:
+        return False
+    units = _units(cxx, include)
+    if not all(_fresh(obj, stamp, digest) for obj, _, stamp, digest in units):
+        return False
+    _, link_stamp, link_digest = _link_plan(cxx, lib, [obj for obj, _, _, _ in units])
+    return _fresh(emulator_binary(), link_stamp, link_digest)
+
+
 def build(force: bool = False, progress=None) -> Path:
     """Compiles the emulator if it is missing or its sources changed; returns the binary path."""
     say = progress or (lambda message: None)
     include, lib = ns3_paths()
     cxx = _compiler()
-    obj_dir = BUILD_DIR / "obj"
-    obj_dir.mkdir(parents=True, exist_ok=True)
-    headers = b"".join(p.read_bytes() for p in sorted(SOURCE_DIR.glob("*.h")))
-    objects, stale = [], []
-    for source in sorted(SOURCE_DIR.glob("*.cc")):
-        obj = obj_dir / (source.stem + ".o")
-        command = _compile_command(cxx, include, source, obj)
-        stamp = obj.with_suffix(".hash")
-        digest = _digest(source.read_bytes(), headers, " ".join(command).encode())
-        objects.append(obj)
-        if force or not obj.exists() or not stamp.exists() or stamp.read_text() != digest:
-            say(f"compiling {source.name}")
-            stamp.unlink(missing_ok=True)
-            stale.append((command, stamp, digest))
-    _run_jobs([command for command, _, _ in stale])
-    for _, stamp, digest in stale:
+    (BUILD_DIR / "obj").mkdir(parents=True, exist_ok=True)
+    units = _units(cxx, include)
+    stale = [u for u in units if force or not _fresh(u[0], u[2], u[3])]
+    for obj, _, stamp, _ in stale:
+        say(f"compiling {obj.stem}.cc")
+        stamp.unlink(missing_ok=True)
+    _run_jobs([command for _, command, _, _ in stale])
+    for _, _, stamp, digest in stale:
         stamp.write_text(digest)
     binary = emulator_binary()
-    link = _link_command(cxx, lib, objects, binary.with_suffix(".tmp"))
-    link_digest = _digest(*(o.read_bytes() for o in objects), " ".join(link).encode())
-    link_stamp = binary.with_suffix(".hash")
-    if force or stale or not binary.exists() or not link_stamp.exists() or link_stamp.read_text() != link_digest:
+    link, link_stamp, link_digest = _link_plan(cxx, lib, [obj for obj, _, _, _ in units])
+    if force or stale or not _fresh(binary, link_stamp, link_digest):
         say(f"linking {binary}")
         _run_jobs([link])
         binary.with_suffix(".tmp").replace(binary)  # atomic: a running emulator keeps its inode
