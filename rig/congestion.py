@@ -205,9 +205,14 @@ def subflow_ccs(netns: str | None) -> list[dict]:
     p = _run(_in_netns(netns, ["ss", "-tinH", "state", "established"]), timeout=20)
     if p.returncode != 0:
         raise RigError(f"ss in netns {netns} failed: {p.stderr.strip()}")
+    return parse_ss(p.stdout)
+
+
+def parse_ss(text: str) -> list[dict]:
+    """The sockets of `ss -tinH state established` output (see subflow_ccs)."""
     out: list[dict] = []
     sock: dict | None = None
-    for line in p.stdout.splitlines():
+    for line in text.splitlines():
         if not line.strip():
             continue
         if not line[0].isspace():  # socket line: Recv-Q Send-Q Local Peer

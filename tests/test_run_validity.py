@@ -69,3 +69,28 @@ def test_dead_emulator_is_invalid(one_pair_rig):
     ctx.radios["ap2"].stop()  # the receivers' BSS disappears
     rec = execute_run(ctx, _run())
     assert rec.status in ("invalid", "failed") and "emulator for ap2 exited" in rec.reason, rec.reason
+
+
+def test_subflows_record_the_cc_that_ran(one_pair_rig):
+    from rig import congestion
+
+    congestion.ensure_registered(["lia"])
+    _, ctx = one_pair_rig
+    run = expand(parse_campaign(CAMPAIGN.replace("factors: {volume: [4MB]", "factors: {cc: [lia], volume: [10MB]"), "v")).runs[0]
+    rec = execute_run(ctx, run)
+    assert rec.status == "ok", rec.reason
+    flows = rec.details["subflow_ccs"]["s1"]
+    assert set(flows.values()) == {"lia"} and len(flows) == 2, flows  # WiFi -> A and LTE -> B, both coupled
+    series = rec.timeseries["subflows"].to_pylist()
+    assert series and all(r["cc"] == "lia" for r in series if r["bytes_acked"] and r["bytes_acked"] > 8192)
+
+
+def test_subflow_problems_name_runaway_windows_and_wrong_ccs():
+    from rig.run.subflows import problems
+
+    row = {"time": 1.0, "host": "s1", "local": "10.1.1.11:40000", "remote": "10.1.2.21:5201", "cc": "lia",
+           "cwnd": 40, "rtt_ms": 20.0, "bytes_acked": 10**6}
+    assert problems([row], "lia", 100_000) is None
+    assert "cwnd runaway on s1" in problems([{**row, "cwnd": 1_780_000_000}], "lia", 100_000)
+    assert "did not run lia" in problems([{**row, "cc": "cubic"}], "lia", 100_000)
+    assert problems([{**row, "cc": "cubic", "bytes_acked": 10}], "lia", 100_000) is None  # control connection

@@ -10,8 +10,10 @@ new SSH session per command.
 Requests ({"op": ..., ...}):
   hello                              -> {"host", "time", "python"}
   sh       script, timeout           -> {"rc", "out", "err"}       run a shell script
-  sample   ifaces, hz                -> {}   start sampling the interfaces' byte counters
-  unsample                           -> {"samples": [[t, ifname, tx_bytes, rx_bytes], ...]}
+  sample   ifaces, hz, ss_hz         -> {}   start sampling the interfaces' byte counters (hz) and
+                                            the TCP sockets, `ss -tinH` (ss_hz, 0 = off)
+  unsample                           -> {"samples": [[t, ifname, tx_bytes, rx_bytes], ...],
+                                         "ss": [[t, ss output], ...]}
   launch   key, argv, at (unix time or null = now)  -> {}   start argv at `at`, in the background
   wait     key, timeout              -> {"started_at", "ended_at", "rc", "stdout", "stderr"}
   alive    key                       -> {"alive": bool}
@@ -38,11 +40,14 @@ SPIN_S = 0.002  # sleep until this close to a scheduled start, then spin for pre
 
 
 class Sampler:
-    """Reads /sys/class/net/<if>/statistics at a fixed rate in a thread."""
+    """Reads /sys/class/net/<if>/statistics at a fixed rate in a thread, and every
+    1/ss_hz seconds the sockets' cwnd/RTT/CC from `ss` (a TCP probe that needs no tracefs)."""
 
-    def __init__(self, ifaces: list[str], hz: float):
+    def __init__(self, ifaces: list[str], hz: float, ss_hz: float = 0.0):
         self.ifaces, self.period = ifaces, 1.0 / hz
+        self.ss_period = 1.0 / ss_hz if ss_hz > 0 else None
         self.rows: list[list] = []
+        self.ss: list[list] = []
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, daemon=True)
         self._thread.start()
@@ -61,10 +66,20 @@ class Sampler:
             base = f"/sys/class/net/{i}/statistics/"
             self.rows.append([t, i, self._read(base + "tx_bytes"), self._read(base + "rx_bytes")])
 
+    def _ss(self) -> None:
+        try:
+            out = subprocess.run(["ss", "-tinH", "state", "established"], capture_output=True, text=True, timeout=5).stdout
+        except (OSError, subprocess.TimeoutExpired):
+            return
+        self.ss.append([time.time(), out])
+
     def _loop(self) -> None:
-        next_t = time.monotonic()
+        next_t = next_ss = time.monotonic()
         while not self._stop.is_set():
             self._once()
+            if self.ss_period and time.monotonic() >= next_ss:
+                self._ss()
+                next_ss += self.ss_period
             next_t += self.period
             self._stop.wait(max(0.0, next_t - time.monotonic()))
 
@@ -143,12 +158,12 @@ class Agent:
         if op == "sample":
             if self.sampler:
                 self.sampler.stop()
-            self.sampler = Sampler(req["ifaces"], float(req.get("hz", 20)))
+            self.sampler = Sampler(req["ifaces"], float(req.get("hz", 20)), float(req.get("ss_hz", 0)))
             return {}
         if op == "unsample":
-            rows = self.sampler.stop() if self.sampler else []
-            self.sampler = None
-            return {"samples": rows}
+            sampler, self.sampler = self.sampler, None
+            rows = sampler.stop() if sampler else []
+            return {"samples": rows, "ss": sampler.ss if sampler else []}
         if op == "launch":
             old = self.launches.get(req["key"])
             if old:

@@ -79,6 +79,9 @@ class Limits(_Strict):
     run_timeout_s: float = Field(default=300, gt=0)
     max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
     sample_hz: float = Field(default=20, ge=1, le=200)
+    subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
+    # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
+    max_cwnd_packets: int = Field(default=100_000, gt=0)
     # A dual-homed run whose LTE subflow never joined is always invalid; with a share > 0, so is
     # one where a path carried less than that share of the bytes (short transfers over a slow
     # path legitimately carry little, so the default does not demand it).

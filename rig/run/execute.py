@@ -19,6 +19,7 @@ from rig.emu.topology import Topology
 from rig.node_config import receiver_run_script, sender_run_script
 from rig.run.agents import AgentPool
 from rig.run.judge import judge_run
+from rig.run.subflows import ccs_by_host, problems, subflow_rows, subflow_table
 from rig.store import RunRecord
 
 START_LEAD_S = 0.1  # T0 this far after the launch requests: agents get them in ~2 ms each, in parallel
@@ -108,7 +109,9 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
 
     mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
     hz = ctx.limits.sample_hz
-    ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz))
+    ss_hz = {h: ctx.limits.subflow_hz for h in senders}
+    ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz,
+                                                    ss_hz=ss_hz.get(a.host, 0)))
 
     t0 = time.time() + START_LEAD_S
 
@@ -120,7 +123,9 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     ctx.agents.each(senders, launch)
     results = ctx.agents.each(senders, lambda a: a.request("wait", key=IPERF_KEY, timeout=ctx.limits.run_timeout_s))
     t_end = time.time()
-    samples = ctx.agents.each(topo.nodes, lambda a: a.request("unsample")["samples"])
+    sampled = ctx.agents.each(topo.nodes, lambda a: a.request("unsample"))
+    samples = {h: r["samples"] for h, r in sampled.items()}
+    subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
     lags = {n: (t0, r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
@@ -148,7 +153,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
             "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
         })
 
-    verdict = judge_run(run, pairs, iperf, mib_before, mib_after, lags, radios_alive, ctx.limits)
+    verdict = judge_run(run, pairs, iperf, mib_before, mib_after, lags, radios_alive, ctx.limits,
+                        subflow_problem=problems(subflows, run.cc, ctx.limits.max_cwnd_packets))
     starts = [r["started_at"] for r in results.values() if r.get("started_at")]
     ends = [r["ended_at"] for r in results.values() if r.get("ended_at")]
     details = {
@@ -157,10 +163,13 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "start_late_ms": {s: round((r["started_at"] - t0) * 1000, 3) for s, r in results.items() if r.get("started_at")},
         "transfer_s": round(max(ends) - t0, 3) if ends else None,
         "lag": {n: s for n, (_, s) in lags.items()},
+        "subflow_ccs": ccs_by_host(subflows),
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
                           if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
     }
     timeseries = {"interfaces": _interface_rows(samples, topo)}
+    if subflows:
+        timeseries["subflows"] = subflow_table(subflows)
     if lags:
         timeseries["lag"] = _lag_table(lags)
     return RunRecord(

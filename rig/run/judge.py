@@ -51,7 +51,7 @@ def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, li
 
 
 def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_after: dict,
-              lags: dict, radios_alive: dict, limits: Limits) -> Verdict:
+              lags: dict, radios_alive: dict, limits: Limits, subflow_problem: str | None = None) -> Verdict:
     judged = []
     for p in pairs:
         status, reason = _pair_verdict(run, p, iperf[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits)
@@ -67,6 +67,8 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
         if lagging:
             n, p99 = max(lagging, key=lambda x: x[1])
             run_reason = f"emulator lagged: p99 {p99:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms"
+    if not run_reason and subflow_problem:
+        run_reason = subflow_problem
     if run_reason:
         judged = [{**p, "status": "invalid" if p["status"] == "ok" else p["status"], "reason": p["reason"] or run_reason} for p in judged]
 
