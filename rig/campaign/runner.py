@@ -170,6 +170,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
                         spreads.append(record.details["start_spread_ms"])
                     if record.status == "failed":
                         start_servers(ctx, restart=True)  # a wedged server must not fail the next run
+                        ctx.applied.clear()  # and nothing is assumed about the nodes' state
                     if sink is not None:
                         sink.write_run(store.runs_dir / run.run_id)
             store.write_runs_table()

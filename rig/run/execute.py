@@ -22,7 +22,9 @@ from rig.run.judge import judge_run
 from rig.run.subflows import ccs_by_host, problems, subflow_rows, subflow_table
 from rig.store import RunRecord
 
-START_LEAD_S = 0.1  # T0 this far after the launch requests: agents get them in ~2 ms each, in parallel
+# T0 is set this far after the launch requests go out: twice the time the previous run's requests
+# took to reach every agent (~12 ms for 5 senders over netns), plus a margin.
+START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.03, 0.1
 IPERF_KEY = "iperf3-client"
 SERVER_KEY = "iperf3-server"
 
@@ -33,6 +35,18 @@ class RunContext:
     agents: AgentPool
     limits: Limits
     radios: dict = field(default_factory=dict)  # network -> RadioProcess (emulated rig only)
+    applied: dict = field(default_factory=dict)  # host -> the run script it has: unchanged ones are not re-applied
+    schedule_s: float | None = None  # how long the last launch requests took
+
+    def apply(self, agent, script: str) -> None:
+        if self.applied.get(agent.host) == script:
+            return
+        self.applied.pop(agent.host, None)
+        agent.sh(script)
+        self.applied[agent.host] = script
+
+    def start_lead_s(self) -> float:
+        return START_LEAD_FIRST_S if self.schedule_s is None else START_LEAD_MIN_S + 2 * self.schedule_s
 
 
 def iso(t: float) -> str:
@@ -102,18 +116,20 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     receivers = [p.receiver for p in topo.pairs]
     by_sender = {p.sender: p for p in topo.pairs}
     started_at = time.time()
+    marks = [("start", time.monotonic())]
 
-    ctx.agents.each(senders, lambda a: a.sh(sender_run_script(by_sender[a.host], run.homing)))
-    ctx.agents.each(receivers, lambda a: a.sh(receiver_run_script(run.rcvbuf_bytes)))
+    ctx.agents.each(senders, lambda a: ctx.apply(a, sender_run_script(by_sender[a.host], run.homing)))
+    ctx.agents.each(receivers, lambda a: ctx.apply(a, receiver_run_script(run.rcvbuf_bytes)))
     start_servers(ctx)
 
+    marks.append(("configure", time.monotonic()))
     mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
     hz = ctx.limits.sample_hz
     ss_hz = {h: ctx.limits.subflow_hz for h in senders}
     ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz,
                                                     ss_hz=ss_hz.get(a.host, 0)))
 
-    t0 = time.time() + START_LEAD_S
+    t0 = time.time() + ctx.start_lead_s()
 
     def launch(agent):
         p = by_sender[agent.host]
@@ -121,8 +137,11 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         agent.request("launch", key=IPERF_KEY, argv=client_argv(run, str(bind), str(target)), at=t0)
 
     ctx.agents.each(senders, launch)
+    marks.append(("schedule", time.monotonic()))
+    ctx.schedule_s = marks[-1][1] - marks[-2][1]
     results = ctx.agents.each(senders, lambda a: a.request("wait", key=IPERF_KEY, timeout=ctx.limits.run_timeout_s))
     t_end = time.time()
+    marks.append(("transfer", time.monotonic()))
     sampled = ctx.agents.each(topo.nodes, lambda a: a.request("unsample"))
     samples = {h: r["samples"] for h, r in sampled.items()}
     subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
@@ -153,6 +172,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
             "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
         })
 
+    marks.append(("collect", time.monotonic()))
     verdict = judge_run(run, pairs, iperf, mib_before, mib_after, lags, radios_alive, ctx.limits,
                         subflow_problem=problems(subflows, run.cc, ctx.limits.max_cwnd_packets))
     starts = [r["started_at"] for r in results.values() if r.get("started_at")]
@@ -164,6 +184,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "transfer_s": round(max(ends) - t0, 3) if ends else None,
         "lag": {n: s for n, (_, s) in lags.items()},
         "subflow_ccs": ccs_by_host(subflows),
+        "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
                           if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
     }
