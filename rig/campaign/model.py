@@ -98,6 +98,9 @@ class Campaign(_Strict):
     blocking: list[str] = Field(default=["setup", "wifi_standard"])
     factors: Factors = Factors()
     lte_profile: str = "band7-10mhz"
+    # links: per-path pipes + a shared medium per radio network (cheap, real time on 2 cores);
+    # simulated: ns-3 LTE cell (LENA) and 802.11 BSSs (docs/emulator.md for what runs in real time)
+    radios: Literal["links", "simulated"] = "links"
     links: dict[Literal["wifi", "lte"], LinkOverride] = {}
     limits: Limits = Limits()
 

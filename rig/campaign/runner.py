@@ -94,7 +94,7 @@ def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings
     agents.each(topo.nodes, lambda a: a.sh(node_base_script(topo.interfaces_of(a.host))))
     by_receiver = {p.receiver: p for p in topo.pairs}
     agents.each(list(by_receiver), lambda a: a.sh(receiver_setup_script(by_receiver[a.host])))
-    return RunContext(topo=topo, agents=agents, limits=limits, radios=dict(rig.radios))
+    return RunContext(topo=topo, agents=agents, limits=limits, radios=dict(rig.radios), stations=dict(rig.stations))
 
 
 def prepare(file: Path, out: Path, resume: bool) -> tuple[Campaign, Plan, CampaignStore, str]:
@@ -152,7 +152,7 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
                     if run.radio_key != radio_key:
                         progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
                         settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
-                                                 {k: v.model_dump() for k, v in campaign.links.items()})
+                                                 {k: v.model_dump() for k, v in campaign.links.items()}, campaign.radios)
                         if agents is None:
                             rig.up(settings, ssh=transport == "ssh")
                             via = rig.ssh_transport(agent_path) if transport == "ssh" else NetnsTransport(prefix)

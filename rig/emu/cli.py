@@ -21,7 +21,9 @@ def emu() -> None:
 @click.option("--pairs", type=click.IntRange(1, 9), default=5, show_default=True)
 @click.option("--prefix", default="rig", show_default=True)
 @click.option("--ssh", is_flag=True, help="Also a management network and an sshd per node (Ansible, SSH transport).")
-def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool) -> None:
+@click.option("--radios", type=click.Choice(["links", "simulated"]), default="links", show_default=True,
+              help="Per-path links with a shared medium, or ns-3's LTE cell and WiFi BSSs.")
+def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool, radios: str) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""
     from rig.emu.rig import EmulatedRig, RadioSettings
     from rig.node_config import node_base_script, receiver_setup_script, sender_run_script
@@ -30,14 +32,14 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
 
     wifi_profile(wifi_standard), load_lte(lte_profile)  # bad names: one line, exit 2, before anything is built
     rig = EmulatedRig(prefix)
-    topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}), ssh=ssh)
+    topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}, radios), ssh=ssh)
     for p in topo.pairs:
         netns.sh(rig.ns(p.sender), node_base_script(topo.interfaces_of(p.sender)) + sender_run_script(p, "dual"))
         netns.sh(rig.ns(p.receiver), node_base_script(topo.interfaces_of(p.receiver)) + receiver_setup_script(p))
     # The radio processes must outlive this command: detach them from it.
     for proc in rig.radios.values():
         getattr(proc, "detach", lambda: None)()
-    click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs")
+    click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs, {radios} radios")
     click.echo(f"try: ip netns exec {prefix}-s1 ping -c3 {topo.pairs[0].receiver_a.address}")
     if ssh:
         click.echo(f"     rig emu inventory --prefix {prefix} > emu.ini && "

@@ -37,6 +37,7 @@ class RadioSettings:
     lte_profile: str
     pairs: int
     links: dict  # kind ("wifi"|"lte") -> LinkOverride fields set by the campaign
+    model: str = "links"  # links: per-path pipes + shared medium; simulated: ns-3 LTE cell and WiFi BSSs
 
 
 def _pipe_params(kind: str, settings: RadioSettings):
@@ -55,6 +56,36 @@ def _pipe_params(kind: str, settings: RadioSettings):
     return pipe, max(emu.medium_rate_bps, rate) if "rate_bps" in over else emu.medium_rate_bps
 
 
+# The simulated cell's PGW and the EPC namespace meet on a /30 of their own (the SGi link).
+SGI_ADDRESS, SGI_GATEWAY = "10.46.0.2/30", "10.46.0.1"
+
+
+def _radio_spec(network: str, kind: str, stations: list[RadioInterface], settings: RadioSettings):
+    """The emulator's spec for one radio network under the settings' radio model."""
+    from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
+    from rig.profiles import lte_profile, wifi_profile
+
+    pipe, medium = _pipe_params(kind, settings)
+    gateway_tap = _tap_name(network, None)
+    if settings.model == "links":
+        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, medium_rate_bps=medium,
+                                stations=tuple(Station(tap=_tap_name(network, s), up=pipe, down=pipe) for s in stations))
+    # Simulated radios: the medium is ns-3's; only impairments the campaign asks for go on top.
+    extra = settings.links.get(kind) or {}
+    top = Pipe(rate_bps=0, delay_s=(extra.get("delay_ms") or 0) / 1000, jitter_s=(extra.get("jitter_ms") or 0) / 1000,
+               loss=(extra.get("loss_pct") or 0) / 100)
+    if kind == "wifi":
+        w = wifi_profile(settings.wifi_standard)
+        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="wifi",
+                                wifi=WifiBss(standard=w.standard, band_ghz=w.band_ghz, width_mhz=w.width_mhz, channel=w.channel),
+                                stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top) for s in stations))
+    lte = lte_profile(settings.lte_profile)
+    return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte",
+                            lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn),
+                            stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top,
+                                                   address=f"{s.address}/{s.prefixlen}") for s in stations))
+
+
 def _tap_name(network: str, station: RadioInterface | None) -> str:
     return f"{network}g" if station is None else f"{network}{station.host}{station.ifname[-1]}"
 
@@ -66,6 +97,7 @@ class EmulatedRig:
         self.prefix = prefix
         self.state_dir = STATE_ROOT / prefix
         self.radios: dict[str, object] = {}  # network -> RadioProcess
+        self.stations: dict[str, tuple[str, str]] = {}  # station TAP -> (host, interface)
         self.topo: Topology | None = None
         self.settings: RadioSettings | None = None
 
@@ -132,7 +164,7 @@ class EmulatedRig:
 
     def attach_radios(self, settings: RadioSettings) -> None:
         """(Re)start one ns-3 process per radio network and move its TAPs to their hosts."""
-        from rig.emu.radio import RadioNetworkSpec, RadioProcess, Station
+        from rig.emu.radio import RadioProcess
 
         self.stop_radios()
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
@@ -142,21 +174,22 @@ class EmulatedRig:
             stations = self.topo.stations(network)
             if not stations:
                 continue
-            pipe, medium = _pipe_params(kind, settings)
-            spec = RadioNetworkSpec(
-                name=network, gateway_tap=_tap_name(network, None), medium_rate_bps=medium,
-                stations=tuple(Station(tap=_tap_name(network, s), up=pipe, down=pipe) for s in stations),
-            )
+            spec = _radio_spec(network, kind, stations, settings)
             proc = RadioProcess(spec, self.ns("radio"), workdir)
             proc.start()
             self.radios[network] = proc
             gw_ns = self.ns(GATEWAY_HOST[network])
             self._move_tap(spec.gateway_tap, gw_ns, "radio0")
-            netns.ip_batch(gw_ns, [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
-                                   for a in attachments_of(network)] + ["link set radio0 up"])
+            if spec.kind == "lte":  # a routed cell: the PGW sits behind radio0, the UE pool behind it
+                netns.ip_batch(gw_ns, [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
+                                       f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"])
+            else:
+                netns.ip_batch(gw_ns, [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
+                                       for a in attachments_of(network)] + ["link set radio0 up"])
             netns.sh(gw_ns, "sysctl -qw net.ipv4.conf.radio0.send_redirects=0")
             for s in stations:
                 self._move_tap(_tap_name(network, s), self.ns(s.host), s.ifname)
+                self.stations[_tap_name(network, s)] = (s.host, s.ifname)
         self.settings = settings
         self._save_state()
 

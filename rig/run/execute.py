@@ -35,6 +35,7 @@ class RunContext:
     agents: AgentPool
     limits: Limits
     radios: dict = field(default_factory=dict)  # network -> RadioProcess (emulated rig only)
+    stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
     applied: dict = field(default_factory=dict)  # host -> the run script it has: unchanged ones are not re-applied
     schedule_s: float | None = None  # how long the last launch requests took
 
@@ -103,6 +104,22 @@ def _lag_table(lags: dict) -> pa.Table:
     schema = pa.schema([("time", pa.float64()), ("network", pa.string()), ("samples", pa.int64()),
                         ("p50_ms", pa.float64()), ("p99_ms", pa.float64()), ("max_ms", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema)
+
+
+def _radio_table(ctx: RunContext, since: float, until: float) -> pa.Table | None:
+    """Per-station per-second radio metrics of every radio network (frames, drops; LTE: SINR,
+    MCS, PRBs; WiFi: retries, data rate), with the node interface each station is."""
+    rows = []
+    for network, proc in ctx.radios.items():
+        for r in proc.station_stats(since, until):
+            host, ifname = ctx.stations.get(r.get("station"), ("", ""))
+            rows.append({"time": float(r["t"]), "network": network, "host": host, "interface": ifname,
+                         **{k: float(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, (int, float))},
+                         **{k: str(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, str)}})
+    if not rows:
+        return None
+    keys = sorted({k for r in rows for k in r})
+    return pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
 
 
 def tx_delta(rows: list, ifname: str) -> int:
@@ -191,6 +208,9 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     timeseries = {"interfaces": _interface_rows(samples, topo)}
     if subflows:
         timeseries["subflows"] = subflow_table(subflows)
+    radio = _radio_table(ctx, t0, t_end)
+    if radio is not None:
+        timeseries["radio"] = radio
     if lags:
         timeseries["lag"] = _lag_table(lags)
     return RunRecord(
