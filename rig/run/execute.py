@@ -7,6 +7,7 @@ emulated rig and the physical lab; the emulator (if any) contributes its lag and
 from __future__ import annotations
 
 import json
+import math
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -122,6 +123,11 @@ def _radio_table(ctx: RunContext, since: float, until: float) -> pa.Table | None
     return pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
 
 
+def _finite(stats: dict) -> dict:
+    """A window with no lag samples has no percentiles: null, not NaN, in the JSON."""
+    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in stats.items()}
+
+
 def tx_delta(rows: list, ifname: str) -> int:
     vals = [tx for _, i, tx, _ in rows if i == ifname and tx >= 0]
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
@@ -164,7 +170,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
-    lags = {n: (t0, r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
+    lags = {n: (t0, _finite(r.lag(t0, t_end).__dict__)) for n, r in ctx.radios.items()}
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
 
     iperf, pairs = {}, []
