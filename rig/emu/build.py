@@ -23,7 +23,7 @@ REPO_ROOT = Path(__file__).resolve().parents[2]
 BUILD_DIR = REPO_ROOT / "build" / "emu"
 NS3_VERSION = "3.44"
 # ns-3 modules the emulator links; the wheel names them libns<version>-<module>.so.
-NS3_MODULES = ("core", "network", "fd-net-device", "mobility", "propagation", "wifi", "internet", "lte", "point-to-point", "virtual-net-device")
+NS3_MODULES = ("core", "network", "mobility", "propagation", "wifi", "internet", "lte", "point-to-point", "virtual-net-device")
 # The wheel's libraries were compiled with these; headers must see the same.
 DEFINES = ("NS3_BUILD_PROFILE_RELEASE", "NS3_LOG_ENABLE", "NS3_ASSERT_ENABLE")
 CXXFLAGS = ("-std=c++20", "-O2", "-g0", "-Wall", "-fPIC")
@@ -41,7 +41,7 @@ def ns3_paths() -> tuple[Path, Path]:
         raise RigError("the Python package ns3 is not installed (pip install ns3==3.44.post0)")
     root = Path(next(iter(spec.submodule_search_locations)))
     include, lib = root / "include", root / "lib64"
-    if not (include / "ns3" / "fd-net-device.h").is_file() or not lib.is_dir():
+    if not (include / "ns3" / "simulator-impl.h").is_file() or not lib.is_dir():
         raise RigError(f"the ns3 package at {root} has no headers/libraries (expected include/, lib64/)")
     return include, lib
 

@@ -5,7 +5,7 @@
 #include "json.h"
 #include "pipe.h"
 
-#include "ns3/fd-net-device.h"
+#include "tap.h"
 #include "ns3/mac48-address.h"
 
 #include <cstdio>
@@ -32,7 +32,7 @@ class StationEdge
 
     const std::string& Tap() const { return m_tap; }
 
-    ns3::Ptr<ns3::FdNetDevice> Device() const { return m_device; }
+    ns3::Ptr<TapNetDevice> Device() const { return m_device; }
 
     // The MAC the TAP had when it was opened (the node's interface keeps it when moved).
     ns3::Mac48Address TapMac() const { return m_tapMac; }
@@ -61,7 +61,7 @@ class StationEdge
 
     std::string m_tap;
     std::function<void(Frame)> m_fromNode;
-    ns3::Ptr<ns3::FdNetDevice> m_device;
+    ns3::Ptr<TapNetDevice> m_device;
     ns3::Mac48Address m_tapMac;
     std::unique_ptr<Pipe> m_up;   // null: no impairment on top of the radio
     std::unique_ptr<Pipe> m_down;

@@ -42,7 +42,7 @@ LinksNetwork::LinksNetwork(const Json& config)
         medium.queuePackets = static_cast<uint32_t>(config.At("medium").Num("queue_packets"));
         m_medium = std::make_unique<Pipe>(medium, m_random);
     }
-    // The TAP fds belong to their FdNetDevices, which close them when the simulator is destroyed.
+    // The TAP fds belong to their TapNetDevices, which close them when the simulator is destroyed.
     m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
     m_gateway->SetPromiscReceiveCallback(receive);
     for (const Json& s : config.At("stations").array)

@@ -6,7 +6,7 @@
 #include "network.h"
 #include "pipe.h"
 
-#include "ns3/fd-net-device.h"
+#include "tap.h"
 
 #include <map>
 #include <memory>
@@ -27,7 +27,7 @@ class LinksNetwork : public RadioNetwork
     struct Station
     {
         std::string tap;
-        ns3::Ptr<ns3::FdNetDevice> device;
+        ns3::Ptr<TapNetDevice> device;
         std::unique_ptr<Pipe> up;
         std::unique_ptr<Pipe> down;
         PipeCounters upReported;
@@ -47,7 +47,7 @@ class LinksNetwork : public RadioNetwork
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
     std::unique_ptr<Pipe> m_medium; // null when the network has no shared medium
     PipeCounters m_mediumReported;
-    ns3::Ptr<ns3::FdNetDevice> m_gateway;
+    ns3::Ptr<TapNetDevice> m_gateway;
     std::vector<Station> m_stations;
     std::map<ns3::Mac48Address, size_t> m_stationOfMac; // learned from frames stations send
 };

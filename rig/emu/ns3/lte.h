@@ -8,7 +8,7 @@
 #include "json.h"
 #include "network.h"
 
-#include "ns3/fd-net-device.h"
+#include "tap.h"
 #include "ns3/lte-common.h"
 #include "ns3/lte-helper.h"
 #include "ns3/lte-ue-net-device.h"
@@ -59,7 +59,7 @@ class LteNetwork : public RadioNetwork
 
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
     ns3::Ptr<ns3::LteHelper> m_lte;
-    ns3::Ptr<ns3::FdNetDevice> m_gateway;
+    ns3::Ptr<TapNetDevice> m_gateway;
     std::vector<std::unique_ptr<StationEdge>> m_edges;
     std::vector<ns3::Ptr<ns3::LteUeNetDevice>> m_ues;
     std::vector<ns3::Mac48Address> m_nodeMac; // learned from the node's frames

@@ -23,6 +23,7 @@
 #include <fcntl.h>
 #include <memory>
 #include <sched.h>
+#include <sys/prctl.h>
 #include <stdexcept>
 #include <string>
 #include <unistd.h>
@@ -58,13 +59,14 @@ MakeNetwork(const rigemu::Json& config)
 }
 
 // A busy shared host delays the simulator's wake-ups by milliseconds under normal scheduling;
-// SCHED_FIFO keeps its lag well below 1 ms (docs/emulator.md). Threads created later (the TAP
-// readers) inherit the policy. Without the privilege it only warns: lag is measured anyway.
+// SCHED_FIFO keeps its lag well below 1 ms (docs/emulator.md). The emulator has one thread (TAPs
+// are polled by the simulator loop). Without the privilege it only warns: lag is measured anyway.
 void
 SetRealtimePriority(int priority)
 {
     if (priority <= 0)
     {
+        prctl(PR_SET_TIMERSLACK, 1UL); // wake at the event's time, not up to 50 us later
         return;
     }
     sched_param param{};
@@ -116,7 +118,7 @@ main(int argc, char** argv)
         rigemu::Json config = rigemu::Json::ParseFile(configPath);
         SetRealtimePriority(static_cast<int>(config.Num("realtime_priority", 0)));
         ns3::GlobalValue::Bind("SimulatorImplementationType",
-                               ns3::StringValue("ns3::RealtimeSimulatorImpl"));
+                               ns3::StringValue("rigemu::PollingRealtimeSimulatorImpl"));
         ns3::GlobalValue::Bind("ChecksumEnabled", ns3::BooleanValue(true));
         ns3::RngSeedManager::SetSeed(static_cast<uint32_t>(config.Num("seed", 1)));
         auto network = MakeNetwork(config);
@@ -126,7 +128,7 @@ main(int argc, char** argv)
                                 *network,
                                 []() { return g_stop != 0; });
         monitor.Start();
-        // Devices start their reader threads at t=0; announce once the network can carry traffic.
+        // Announce once the network can carry traffic (WiFi associated, LTE attached).
         double readyTimeout = config.Num("ready_timeout_s", 10.0);
         std::function<void()> announceWhenReady;
         announceWhenReady = [&]() {

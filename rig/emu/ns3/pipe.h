@@ -19,7 +19,7 @@ namespace rigemu
 
 class Pipe;
 
-// An Ethernet frame in flight: the payload (Ethernet header stripped by the FdNetDevice), its
+// An Ethernet frame in flight: the payload (Ethernet header stripped by the TapNetDevice), its
 // addresses, and the route still ahead of it. At the end of the route it is handed to `out`
 // (with its original source address where the device can send from any address).
 struct Frame

@@ -1,5 +1,10 @@
 #include "tap.h"
 
+#include "realtime.h"
+
+#include "ns3/make-event.h"
+#include "ns3/packet.h"
+
 #include "ns3/mac48-address.h"
 #include "ns3/node.h"
 
@@ -23,7 +28,7 @@ OpenTap(const std::string& name)
     {
         throw std::runtime_error("TAP name '" + name + "' must be 1-15 characters");
     }
-    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
     {
         throw std::runtime_error(std::string("open /dev/net/tun: ") + strerror(errno));
@@ -70,16 +75,149 @@ TapMac(const std::string& name)
     return mac;
 }
 
-ns3::Ptr<ns3::FdNetDevice>
+NS_OBJECT_ENSURE_REGISTERED(TapNetDevice);
+
+namespace
+{
+
+constexpr size_t kEthernetHeader = 14;
+constexpr int kFramesPerWakeup = 64; // bounds one TAP's share of a wake-up; the rest waits a turn
+
+} // namespace
+
+ns3::TypeId
+TapNetDevice::GetTypeId()
+{
+    static ns3::TypeId tid =
+        ns3::TypeId("rigemu::TapNetDevice").SetParent<ns3::NetDevice>().SetGroupName("Network").AddConstructor<TapNetDevice>();
+    return tid;
+}
+
+TapNetDevice::~TapNetDevice()
+{
+    if (m_fd >= 0)
+    {
+        close(m_fd);
+    }
+}
+
+void
+TapNetDevice::DoDispose()
+{
+    m_node = nullptr;
+    m_rx = ReceiveCallback();
+    m_promiscRx = PromiscReceiveCallback();
+    NetDevice::DoDispose();
+}
+
+void
+TapNetDevice::Attach(int fd)
+{
+    m_fd = fd;
+    PollingRealtimeSimulatorImpl::Get().Watch(fd, [this]() { ReadFrames(); });
+}
+
+bool
+TapNetDevice::SetMtu(const uint16_t mtu)
+{
+    m_mtu = mtu;
+    return true;
+}
+
+ns3::Address
+TapNetDevice::GetMulticast(ns3::Ipv4Address group) const
+{
+    return ns3::Mac48Address::GetMulticast(group);
+}
+
+ns3::Address
+TapNetDevice::GetMulticast(ns3::Ipv6Address group) const
+{
+    return ns3::Mac48Address::GetMulticast(group);
+}
+
+void
+TapNetDevice::ReadFrames()
+{
+    auto& simulator = PollingRealtimeSimulatorImpl::Get();
+    uint32_t context = m_node ? m_node->GetId() : 0;
+    uint8_t buffer[65536];
+    for (int i = 0; i < kFramesPerWakeup; ++i)
+    {
+        ssize_t n = read(m_fd, buffer, sizeof(buffer));
+        if (n < static_cast<ssize_t>(kEthernetHeader))
+        {
+            if (n < 0)
+            {
+                return; // EAGAIN: drained
+            }
+            continue; // a runt: nothing to forward
+        }
+        auto frame = ns3::Create<ns3::Packet>(buffer, static_cast<uint32_t>(n));
+        simulator.ScheduleWallClockNow(context, ns3::MakeEvent(&TapNetDevice::Deliver, this, frame));
+    }
+}
+
+void
+TapNetDevice::Deliver(ns3::Ptr<ns3::Packet> frame)
+{
+    uint8_t header[kEthernetHeader];
+    frame->CopyData(header, kEthernetHeader);
+    frame->RemoveAtStart(kEthernetHeader);
+    ns3::Mac48Address dst;
+    ns3::Mac48Address src;
+    dst.CopyFrom(header);
+    src.CopyFrom(header + 6);
+    uint16_t protocol = static_cast<uint16_t>(header[12] << 8 | header[13]);
+    PacketType type = dst.IsBroadcast() ? PACKET_BROADCAST
+                      : dst.IsGroup()   ? PACKET_MULTICAST
+                      : dst == m_address ? PACKET_HOST
+                                         : PACKET_OTHERHOST;
+    if (!m_promiscRx.IsNull())
+    {
+        m_promiscRx(this, frame, protocol, src, dst, type);
+    }
+    if (type != PACKET_OTHERHOST && !m_rx.IsNull())
+    {
+        m_rx(this, frame, protocol, src);
+    }
+}
+
+bool
+TapNetDevice::Send(ns3::Ptr<ns3::Packet> packet, const ns3::Address& dest, uint16_t protocol)
+{
+    return SendFrom(packet, m_address, dest, protocol);
+}
+
+bool
+TapNetDevice::SendFrom(ns3::Ptr<ns3::Packet> packet,
+                       const ns3::Address& source,
+                       const ns3::Address& dest,
+                       uint16_t protocol)
+{
+    uint32_t size = packet->GetSize();
+    if (size > m_mtu || m_fd < 0)
+    {
+        return false;
+    }
+    uint8_t buffer[kEthernetHeader + 65536];
+    ns3::Mac48Address::ConvertFrom(dest).CopyTo(buffer);
+    ns3::Mac48Address::ConvertFrom(source).CopyTo(buffer + 6);
+    buffer[12] = static_cast<uint8_t>(protocol >> 8);
+    buffer[13] = static_cast<uint8_t>(protocol & 0xff);
+    packet->CopyData(buffer + kEthernetHeader, size);
+    // A TAP takes a frame whole or not at all (down interface, no memory): a drop, like a wire's.
+    return write(m_fd, buffer, kEthernetHeader + size) == static_cast<ssize_t>(kEthernetHeader + size);
+}
+
+ns3::Ptr<TapNetDevice>
 MakeTapDevice(int fd)
 {
     auto node = ns3::CreateObject<ns3::Node>();
-    auto device = ns3::CreateObject<ns3::FdNetDevice>();
-    // The device's own MAC never appears on the wire: frames keep their original addresses.
+    auto device = ns3::CreateObject<TapNetDevice>();
     device->SetAddress(ns3::Mac48Address::Allocate());
-    device->SetEncapsulationMode(ns3::FdNetDevice::DIX);
-    device->SetFileDescriptor(fd);
     node->AddDevice(device);
+    device->Attach(fd);
     return device;
 }
 

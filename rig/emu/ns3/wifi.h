@@ -7,7 +7,7 @@
 #include "json.h"
 #include "network.h"
 
-#include "ns3/fd-net-device.h"
+#include "tap.h"
 #include "ns3/wifi-net-device.h"
 
 #include <map>
@@ -50,7 +50,7 @@ class WifiNetwork : public RadioNetwork
     void CountRetry(size_t station, ns3::Mac48Address);
 
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
-    ns3::Ptr<ns3::FdNetDevice> m_gateway;
+    ns3::Ptr<TapNetDevice> m_gateway;
     ns3::Ptr<ns3::WifiNetDevice> m_ap;
     std::vector<std::unique_ptr<StationEdge>> m_edges;
     std::vector<ns3::Ptr<ns3::WifiNetDevice>> m_stations;
