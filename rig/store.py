@@ -32,6 +32,7 @@ RUNS_COLUMNS = [
     ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
     ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
+    ("retrans_segs", pa.int64()), ("reinjections", pa.int64()),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -186,6 +187,7 @@ class CampaignStore:
                     "bytes_lte": p.get("bytes_lte"), "bytes_wifi": p.get("bytes_wifi"),
                     "status": p["status"], "reason": p.get("reason"),
                     "bytes_sent": p.get("bytes_sent"), "bytes_received": p.get("bytes_received"),
+                    "retrans_segs": p.get("retrans_segs"), "reinjections": p.get("reinjections"),
                 }
             )
         return out

@@ -79,7 +79,9 @@ def test_campaign_records_paths_bytes_and_iperf(tmp_path, emulator, rig_prefix):
         sent, received = doc["end"]["sum_sent"]["bytes"], doc["end"]["sum_received"]["bytes"]
         assert (r["bytes_sent"], r["bytes_received"]) == (sent, received)
         on_wire = r["bytes_lte"] + r["bytes_wifi"]
-        assert received * 0.95 <= on_wire <= sent * 1.05 * (1 + HEADER_OVERHEAD), (r["run_id"], sent, received, on_wire)
+        assert received * 0.95 <= on_wire, (r["run_id"], received, on_wire)
+        if not r["reinjections"]:  # MPTCP reinjections re-send data on the other path: more on the wire
+            assert on_wire <= sent * 1.05 * (1 + HEADER_OVERHEAD), (r["run_id"], sent, on_wire)
 
     run_dir = root / "runs" / rows[0]["run_id"]
     ts = pq.read_table(run_dir / "timeseries" / "interfaces.parquet").to_pylist()

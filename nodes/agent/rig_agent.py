@@ -18,7 +18,7 @@ Requests ({"op": ..., ...}):
   wait     key, timeout              -> {"started_at", "ended_at", "rc", "stdout", "stderr"}
   alive    key                       -> {"alive": bool}
   kill     key                       -> {}
-  mib                                -> {"MPTcpExt...": n, "TcpExt...": n}   kernel counters
+  mib                                -> {"MPTcpExt...": n, "TcpExt...": n, "Tcp...": n}   kernel counters
   quit                               -> {} and exit
 Errors come back as {"error": "..."}.
 
@@ -128,18 +128,19 @@ class Launch:
 
 
 def read_mib() -> dict[str, int]:
-    """MPTcpExt and TcpExt counters of this node's network namespace (what `nstat` shows)."""
+    """MPTcpExt, TcpExt and Tcp counters of this node's network namespace (what `nstat` shows)."""
     out: dict[str, int] = {}
-    try:
-        with open("/proc/net/netstat") as f:
-            lines = f.read().splitlines()
-    except OSError:
-        return out
-    for names, values in zip(lines[::2], lines[1::2]):
-        prefix, *keys = names.split()
-        _, *vals = values.split()
-        if prefix.rstrip(":") in ("MPTcpExt", "TcpExt"):
-            out.update({prefix.rstrip(":") + k: int(v) for k, v in zip(keys, vals)})
+    for path in ("/proc/net/netstat", "/proc/net/snmp"):
+        try:
+            with open(path) as f:
+                lines = f.read().splitlines()
+        except OSError:
+            continue
+        for names, values in zip(lines[::2], lines[1::2]):
+            prefix, *keys = names.split()
+            _, *vals = values.split()
+            if prefix.rstrip(":") in ("MPTcpExt", "TcpExt", "Tcp"):
+                out.update({prefix.rstrip(":") + k: int(v) for k, v in zip(keys, vals) if v.lstrip("-").isdigit()})
     return out
 
 

@@ -193,6 +193,10 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
             "bytes_received": recv.get("bytes"),  # what the receiving application read by the test's end
             "bytes_wifi": tx_delta(samples[s], p.sender_wifi.ifname),
             "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
+            # What crosses the interfaces more than once: segments the subflows retransmitted, and
+            # MPTCP-level reinjections (data re-sent on another subflow after an MPTCP timeout).
+            "retrans_segs": mib_after[s].get("TcpRetransSegs", 0) - mib_before[s].get("TcpRetransSegs", 0),
+            "reinjections": mib_after[s].get("MPTcpExtMPTCPRetrans", 0) - mib_before[s].get("MPTcpExtMPTCPRetrans", 0),
         })
 
     marks.append(("collect", time.monotonic()))
