@@ -186,6 +186,7 @@ print(json.dumps(rtts))
 UDP_SINK = """
 import socket
 s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+s.setsockopt(socket.SOL_SOCKET, 33, 8 << 20)  # SO_RCVBUFFORCE: a busy host may stall the sink
 s.bind(("0.0.0.0", 7008))
 s.settimeout(10.0)
 seen = set()

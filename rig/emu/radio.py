@@ -90,6 +90,9 @@ class RadioNetworkSpec:
     # SCHED_FIFO priority of the emulator's threads (0: normal scheduling). On a busy host it
     # cuts p99 lag from several ms to well under 1 ms; see docs/emulator.md.
     realtime_priority: int = 10
+    # The emulator sleeps until the next event is at most this late, so nearby events share a
+    # wake-up (fewer context switches; the lag log counts the lateness). docs/emulator.md.
+    wake_slack_s: float = 50e-6
     wifi: WifiBss | None = None  # required for kind "wifi"
     lte: LteCell | None = None  # required for kind "lte"
 
@@ -172,6 +175,7 @@ def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
         "stats_log": str(workdir / f"{spec.name}.stats.jsonl"),
         "lag_interval_s": spec.lag_interval_s,
         "realtime_priority": spec.realtime_priority,
+        "wake_slack_s": spec.wake_slack_s,
         "medium": {"rate_bps": spec.medium_rate_bps, "queue_packets": medium_queue},
         "stations": [
             {"tap": s.tap, "address": s.address, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt)}
@@ -239,7 +243,8 @@ class RadioProcess:
     def start(self, timeout_s: float = 20.0) -> None:
         if self.alive():
             raise RigError(f"radio network {self.spec.name} is already running (pid {self.pid})")
-        binary = emulator_binary()
+        # RIG_RADIO_EMULATOR: another build of the emulator (A/B measurements, docs/emulator.md).
+        binary = Path(os.environ.get("RIG_RADIO_EMULATOR") or emulator_binary())
         if not binary.exists():
             raise RigError(f"the radio emulator is not built ({binary}); run: python -m rig.emu.build")
         self.workdir.mkdir(parents=True, exist_ok=True)

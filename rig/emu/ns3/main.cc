@@ -7,6 +7,7 @@
 #include "lte.h"
 #include "wifi.h"
 #include "monitor.h"
+#include "realtime.h"
 
 #include "ns3/boolean.h"
 #include "ns3/global-value.h"
@@ -121,6 +122,8 @@ main(int argc, char** argv)
                                ns3::StringValue("rigemu::PollingRealtimeSimulatorImpl"));
         ns3::GlobalValue::Bind("ChecksumEnabled", ns3::BooleanValue(true));
         ns3::RngSeedManager::SetSeed(static_cast<uint32_t>(config.Num("seed", 1)));
+        auto& simulator = rigemu::PollingRealtimeSimulatorImpl::Get();
+        simulator.SetWakeSlack(ns3::Seconds(config.Num("wake_slack_s", 0.0)));
         auto network = MakeNetwork(config);
         rigemu::Monitor monitor(config.Str("lag_log"),
                                 config.Str("stats_log"),

@@ -114,7 +114,7 @@ PollingRealtimeSimulatorImpl::Run()
         uint64_t wall = WallNs();
         if (next > wall)
         {
-            Poll(next - wall); // idle: sleep until the event is due or a frame arrives
+            Poll(next - wall + m_wakeSlackNs); // idle: sleep until the event is due or a frame arrives
             m_lastPollNs = wall;
         }
         else if (static_cast<int64_t>(wall - m_lastPollNs) >= m_pollIntervalNs)
