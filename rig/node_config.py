@@ -49,6 +49,11 @@ def _address(i: RadioInterface) -> list[str]:
     ]
 
 
+def _via(i: RadioInterface) -> str:
+    """The next hop through `i`: its gateway, or the link itself on a point-to-point modem."""
+    return f"via {i.gateway} dev {i.ifname}" if i.gateway else f"dev {i.ifname}"
+
+
 def node_base_script(ifaces: list[RadioInterface]) -> str:
     """Addresses, rules and sysctls; run once per setup after the radios are attached."""
     lines = ["set -e", *_sysctls(NODE_SYSCTLS, OPTIONAL_SYSCTLS), "ip link set lo up"]
@@ -77,14 +82,14 @@ def sender_run_script(pair: Pair, homing: str) -> str:
         lines += _address(i)
         target = a if i is w else b
         lines += [
-            f"ip route replace {target}/32 via {i.gateway} dev {i.ifname} table {i.table}",
+            f"ip route replace {target}/32 {_via(i)} table {i.table}",
             f"ip route replace unreachable default table {i.table}",
         ]
     primary = w if w in use else l
-    lines.append(f"ip route replace default via {primary.gateway} dev {primary.ifname} proto static")
+    lines.append(f"ip route replace default {_via(primary)} proto static")
     if homing == "dual":
         lines += [
-            f"ip route replace {b}/32 via {l.gateway} dev {l.ifname} proto static",
+            f"ip route replace {b}/32 {_via(l)} proto static",
             f"ip mptcp endpoint add {w.address} dev {w.ifname} subflow",
             f"ip mptcp endpoint add {l.address} dev {l.ifname} subflow",
             "ip mptcp limits set subflows 2 add_addr_accepted 1",
@@ -100,9 +105,9 @@ def receiver_setup_script(pair: Pair) -> str:
     lines = ["set -e", "ip mptcp endpoint flush"]
     for i in (a, b):
         lines += [f"ip route flush table {i.table} 2>/dev/null || true",
-                  f"ip route replace default via {i.gateway} dev {i.ifname} table {i.table}"]
+                  f"ip route replace default {_via(i)} table {i.table}"]
     lines += [
-        f"ip route replace default via {a.gateway} dev {a.ifname}",
+        f"ip route replace default {_via(a)}",
         f"ip mptcp endpoint add {b.address} dev {b.ifname} signal",
         "ip mptcp limits set subflows 2 add_addr_accepted 0",
     ]

@@ -9,10 +9,10 @@ import pytest
 
 from rig.campaign.model import Limits, parse_campaign
 from rig.campaign.plan import expand
-from rig.campaign.runner import configure_setup
+from rig.campaign.backends import configure_setup
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.run.agents import AgentPool
-from rig.run.execute import SERVER_KEY, execute_run, start_servers
+from rig.run.execute import SERVER_KEY, execute_run
 from rig.transport.netns import NetnsTransport
 
 pytestmark = pytest.mark.emulated
@@ -28,7 +28,6 @@ def one_pair_rig(emulator, rig_prefix):
     agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
     try:
         ctx = configure_setup(rig, agents, settings, Limits(run_timeout_s=30, max_lag_p99_ms=200))
-        start_servers(ctx, restart=True)
         yield rig, ctx
     finally:
         agents.close()

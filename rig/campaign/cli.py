@@ -61,15 +61,15 @@ def plan(file: Path, as_json: bool) -> None:
 def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
         agent_path: str | None, use_running: bool) -> None:
     """Execute the campaign in FILE and record every run."""
+    from rig.campaign.backends import EmulatedBackend, LabBackend
     from rig.campaign.runner import Stopped, run_campaign
 
-    if rig_kind != "emulated":
-        if not Path(rig_kind).is_file():
-            raise InputError("--rig", "rig", f"{rig_kind!r} is neither 'emulated' nor an inventory file")
-        raise click.ClickException("physical rigs are driven through ansible/campaign.yml (SSH transport)")
+    if rig_kind == "emulated":
+        backend = EmulatedBackend(prefix, transport=transport, agent_path=agent_path, use_running=use_running, keep_up=keep_up)
+    else:
+        backend = LabBackend(Path(rig_kind))
     try:
-        result = run_campaign(file, out, resume=resume, prefix=prefix, keep_up=keep_up, transport=transport,
-                              agent_path=agent_path, use_running=use_running)
+        result = run_campaign(file, out, backend, resume=resume)
     except Stopped as e:
         click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
         raise SystemExit(130)

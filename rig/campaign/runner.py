@@ -15,14 +15,11 @@ from pathlib import Path
 from rig import provenance
 from rig.campaign.model import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.errors import InputError, RigError
-from rig.node_config import node_base_script, receiver_setup_script
+from rig.emu.rig import RadioSettings
+from rig.errors import InputError
 from rig.progress import Progress
-from rig.run.agents import AgentPool
 from rig.run.execute import RunContext, execute_run, start_servers
 from rig.store import CampaignStore, utc_now
-from rig.transport.netns import NetnsTransport
 
 
 class Stopped(Exception):
@@ -86,52 +83,23 @@ class _SignalGuard:
             signal.signal(s, h)
 
 
-def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits) -> RunContext:
-    """Radios for the block's setup and WiFi standard, then node addresses and receiver routes."""
-    rig.attach_radios(settings)
-    topo = rig.topo
-    assert topo is not None
-    agents.each(topo.nodes, lambda a: a.sh(node_base_script(topo.interfaces_of(a.host))))
-    by_receiver = {p.receiver: p for p in topo.pairs}
-    agents.each(list(by_receiver), lambda a: a.sh(receiver_setup_script(by_receiver[a.host])))
-    return RunContext(topo=topo, agents=agents, limits=limits, radios=dict(rig.radios), stations=dict(rig.stations))
-
-
-def prepare(file: Path, out: Path, resume: bool) -> tuple[Campaign, Plan, CampaignStore, str]:
+def prepare(file: Path, out: Path, resume: bool, backend) -> tuple[Campaign, Plan, CampaignStore, str]:
     """Validate everything and create (or find) the campaign directory; nothing is written on bad input."""
     campaign = load_campaign(file)
     plan = expand(campaign, str(file))
+    backend.check(campaign, str(file))
     check_ccs(campaign, str(file))
     store = CampaignStore.find_resumable(out, plan) if resume else None
     note = f"resuming {store.root}" if store else ""
     if store is None:
-        store = CampaignStore.create(out, plan, Path(file).read_text(), {**provenance.collect("emulated"), "started_at": utc_now()})
+        store = CampaignStore.create(out, plan, Path(file).read_text(), {**provenance.collect(backend.name), "started_at": utc_now()})
         note = f"new campaign {store.root}" + (" (nothing to resume)" if resume else "")
     return campaign, plan, store, note
 
 
-def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
-    """--use-running: the rig must already be up (with its management network for SSH) and big enough."""
-    st = rig.status()
-    if not st["up"] or not st["settings"]:
-        raise RigError(f"emulated rig '{rig.prefix}' is not up (rig emu up --prefix {rig.prefix})")
-    if ssh and not st["ssh"]:
-        raise RigError(f"emulated rig '{rig.prefix}' is up without --ssh: its nodes have no SSH server")
-    if st["settings"]["pairs"] < pairs:
-        raise RigError(f"emulated rig '{rig.prefix}' has {st['settings']['pairs']} pairs, the campaign needs {pairs}")
-
-
-def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig", keep_up: bool = False,
-                 progress: Progress | None = None, transport: str = "netns", agent_path: str | None = None,
-                 use_running: bool = False) -> CampaignResult:
-    """transport: how the node agents are reached on the emulated rig: `netns` (ip netns exec)
-    or `ssh` (over the rig's management network, as on the physical lab).
-    use_running: run on the rig already up under `prefix` (e.g. provisioned with ansible/nodes.yml)
-    and leave it up, so its nodes keep what was installed on them."""
-    rig = EmulatedRig(prefix)
-    if use_running:  # before anything is written
-        require_running(rig, transport == "ssh", load_campaign(file).pairs)
-    campaign, plan, store, note = prepare(file, out, resume)
+def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress: Progress | None = None) -> CampaignResult:
+    """Run (or resume) the campaign in `file` on `backend` (rig.campaign.backends)."""
+    campaign, plan, store, note = prepare(file, out, resume, backend)
     discarded = store.discard_partial()
     finished = store.finished_ids()
     todo = [r for r in plan.runs if r.run_id not in finished]
@@ -142,43 +110,33 @@ def run_campaign(file: Path, out: Path, resume: bool = False, prefix: str = "rig
     t_start, transfer, counts = time.monotonic(), 0.0, {"ok": 0, "invalid": 0, "failed": 0}
     spreads: list[float] = []
     sink = _sink()
-    agents = None
     try:
         with _SignalGuard():
-            if todo:
-                ctx: RunContext | None = None
-                radio_key = None
-                for run in todo:
-                    if run.radio_key != radio_key:
-                        progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
-                        settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
-                                                 {k: v.model_dump() for k, v in campaign.links.items()}, campaign.radios)
-                        if agents is None:
-                            rig.up(settings, ssh=transport == "ssh")
-                            via = rig.ssh_transport(agent_path) if transport == "ssh" else NetnsTransport(prefix)
-                            agents = AgentPool(via, rig.topo.nodes)
-                        ctx = configure_setup(rig, agents, settings, campaign.limits)
-                        start_servers(ctx, restart=True)
-                        radio_key = run.radio_key
-                    assert ctx is not None
-                    record = _one_run(ctx, run, progress)
-                    store.write_run(record)
-                    store.write_runs_table()
-                    counts[record.status] += 1
-                    transfer += record.details.get("transfer_s") or 0.0
-                    if record.details.get("start_spread_ms") is not None:
-                        spreads.append(record.details["start_spread_ms"])
-                    if record.status == "failed":
-                        start_servers(ctx, restart=True)  # a wedged server must not fail the next run
-                        ctx.applied.clear()  # and nothing is assumed about the nodes' state
-                    if sink is not None:
-                        sink.write_run(store.runs_dir / run.run_id)
+            ctx: RunContext | None = None
+            block_key = None
+            for run in todo:
+                if run.radio_key != block_key:
+                    progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                    settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
+                                             {k: v.model_dump() for k, v in campaign.links.items()}, campaign.radios)
+                    ctx = backend.block(settings, campaign.limits)
+                    block_key = run.radio_key
+                assert ctx is not None
+                record = _one_run(ctx, run, progress)
+                store.write_run(record)
+                store.write_runs_table()
+                counts[record.status] += 1
+                transfer += record.details.get("transfer_s") or 0.0
+                if record.details.get("start_spread_ms") is not None:
+                    spreads.append(record.details["start_spread_ms"])
+                if record.status == "failed":
+                    start_servers(ctx, restart=True)  # a wedged server must not fail the next run
+                    ctx.applied.clear()  # and nothing is assumed about the nodes' state
+                if sink is not None:
+                    sink.write_run(store.runs_dir / run.run_id)
             store.write_runs_table()
     finally:
-        if agents is not None:
-            agents.close()
-        if not (keep_up or use_running):
-            rig.down()
+        backend.close()
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads)
 
 

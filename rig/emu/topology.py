@@ -39,8 +39,8 @@ SENDER_HOST_ID, RECEIVER_HOST_ID = 10, 20  # node i has host part 10+i / 20+i on
 # Wired links between the core router and the AP / EPC hosts: host -> core-side /24.
 CORE_LINKS = {"ap1": "10.0.1.0/24", "ap2": "10.0.2.0/24", "ap3": "10.0.3.0/24", "epc": "10.0.4.0/24"}
 
-# Routing table number for each node interface (policy routing: one table per interface).
-TABLES = {"wlan0": 101, "lte0": 102, "wlan1": 103}
+# Routing table of each node interface by its role (policy routing: one table per interface).
+TABLES = {"wifi": 101, "lte": 102, "wifi2": 103}
 
 
 @dataclass(frozen=True)
@@ -48,10 +48,12 @@ class RadioInterface:
     """One node interface attached to a radio network."""
 
     host: str
-    ifname: str  # name inside the node (wlan0, lte0, wlan1)
+    ifname: str  # name inside the node (emulated: wlan0, lte0, wlan1; the lab's from its inventory)
     attachment: str  # ap1 | ap2 | ap2b | ap3 | cell: the subnet
     address: IPv4Address
     path: PathKind
+    table: int  # its routing table
+    gateway: IPv4Address | None  # next hop; None on a point-to-point link (a raw-IP LTE modem)
 
     @property
     def network(self) -> str:
@@ -59,16 +61,8 @@ class RadioInterface:
         return ATTACHMENTS[self.attachment][1]
 
     @property
-    def gateway(self) -> IPv4Address:
-        return gateway_address(self.attachment)
-
-    @property
     def prefixlen(self) -> int:
         return IPv4Network(ATTACHMENTS[self.attachment][0]).prefixlen
-
-    @property
-    def table(self) -> int:
-        return TABLES[self.ifname]
 
 
 @dataclass(frozen=True)
@@ -117,9 +111,20 @@ def attachments_of(network: str) -> list[str]:
     return [a for a, (_, n) in ATTACHMENTS.items() if n == network]
 
 
-def _station(host: str, ifname: str, attachment: str, host_id: int) -> RadioInterface:
+def station(host: str, ifname: str, role: str, attachment: str, address: IPv4Address | None = None,
+            host_id: int | None = None, gateway: bool = True) -> RadioInterface:
+    """A node interface in `role` (wifi, lte, wifi2) on `attachment`, at `address` or at the
+    attachment's subnet + `host_id` (the lab's numbering)."""
     subnet, network = ATTACHMENTS[attachment]
-    return RadioInterface(host, ifname, attachment, IPv4Network(subnet).network_address + host_id, RADIO_NETWORKS[network])
+    if address is None:
+        assert host_id is not None
+        address = IPv4Network(subnet).network_address + host_id
+    return RadioInterface(host, ifname, attachment, IPv4Address(address), RADIO_NETWORKS[network], TABLES[role],
+                          gateway_address(attachment) if gateway else None)
+
+
+# Receivers' B side per setup: (role, attachment).
+B_SIDE = {"I": ("lte", "cell"), "II": ("wifi2", "ap3"), "III": ("wifi2", "ap2b")}
 
 
 def topology(setup: Setup, pairs: int = 5) -> Topology:
@@ -128,7 +133,8 @@ def topology(setup: Setup, pairs: int = 5) -> Topology:
         raise ValueError(f"unknown setup {setup!r}")
     if not 1 <= pairs <= 9:
         raise ValueError("pairs must be 1..9")
-    b_attachment, b_ifname = {"I": ("cell", "lte0"), "II": ("ap3", "wlan1"), "III": ("ap2b", "wlan1")}[setup]
+    b_role, b_attachment = B_SIDE[setup]
+    b_ifname = {"lte": "lte0", "wifi2": "wlan1"}[b_role]
     out = []
     for i in range(1, pairs + 1):
         s, r = f"s{i}", f"r{i}"
@@ -137,10 +143,10 @@ def topology(setup: Setup, pairs: int = 5) -> Topology:
                 index=i,
                 sender=s,
                 receiver=r,
-                sender_wifi=_station(s, "wlan0", "ap1", SENDER_HOST_ID + i),
-                sender_lte=_station(s, "lte0", "cell", SENDER_HOST_ID + i),
-                receiver_a=_station(r, "wlan0", "ap2", RECEIVER_HOST_ID + i),
-                receiver_b=_station(r, b_ifname, b_attachment, RECEIVER_HOST_ID + i),
+                sender_wifi=station(s, "wlan0", "wifi", "ap1", host_id=SENDER_HOST_ID + i),
+                sender_lte=station(s, "lte0", "lte", "cell", host_id=SENDER_HOST_ID + i),
+                receiver_a=station(r, "wlan0", "wifi", "ap2", host_id=RECEIVER_HOST_ID + i),
+                receiver_b=station(r, b_ifname, b_role, b_attachment, host_id=RECEIVER_HOST_ID + i),
             )
         )
     return Topology(setup, tuple(out))

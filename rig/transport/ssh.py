@@ -34,4 +34,7 @@ class SshTransport:
         return [*self.via, "ssh", *self.ssh_options(), f"{self.user}@{self.addresses[host]}", shlex.join(argv)]
 
     def agent_argv(self, host: str) -> list[str]:
-        return self.argv(host, [self.python, "-u", "-I", self.agent_path])
+        # The agent configures routes and sysctls: as a non-root user it runs under sudo, which
+        # must not ask for a password (the node role's sudoers entry).
+        sudo = [] if self.user == "root" else ["sudo", "-n"]
+        return self.argv(host, [*sudo, self.python, "-u", "-I", self.agent_path])

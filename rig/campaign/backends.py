@@ -1,0 +1,138 @@
+"""Where a campaign's runs happen: the emulated rig, or the physical lab of an Ansible inventory.
+
+A backend turns a block's settings (setup, WiFi standard, ...) into a RunContext: topology,
+node agents and (emulated) radios, with every node configured for the block. The campaign loop
+and the runs themselves are the same for both.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import subprocess
+from pathlib import Path
+
+from rig.campaign.model import Campaign, Limits
+from rig.emu.rig import EmulatedRig, RadioSettings
+from rig.emu.topology import Topology
+from rig.errors import InputError, RigError
+from rig.node_config import node_base_script, receiver_setup_script
+from rig.run.agents import AgentPool
+from rig.run.execute import RunContext, start_servers
+from rig.transport.netns import NetnsTransport
+
+RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
+
+
+def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: dict | None = None,
+                    stations: dict | None = None) -> RunContext:
+    """Addresses, rules and sysctls on every node, receivers' routes and announcements, servers."""
+    agents.each(topo.nodes, lambda a: a.sh(node_base_script(topo.interfaces_of(a.host))))
+    by_receiver = {p.receiver: p for p in topo.pairs}
+    agents.each(list(by_receiver), lambda a: a.sh(receiver_setup_script(by_receiver[a.host])))
+    ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=dict(radios or {}), stations=dict(stations or {}))
+    start_servers(ctx, restart=True)
+    return ctx
+
+
+def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits: Limits) -> RunContext:
+    """Radios for the block's setup and WiFi standard, then the nodes."""
+    rig.attach_radios(settings)
+    assert rig.topo is not None
+    return configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations)
+
+
+def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
+    """--use-running: the rig must already be up (with its management network for SSH) and big enough."""
+    st = rig.status()
+    if not st["up"] or not st["settings"]:
+        raise RigError(f"emulated rig '{rig.prefix}' is not up (rig emu up --prefix {rig.prefix})")
+    if ssh and not st["ssh"]:
+        raise RigError(f"emulated rig '{rig.prefix}' is up without --ssh: its nodes have no SSH server")
+    if st["settings"]["pairs"] < pairs:
+        raise RigError(f"emulated rig '{rig.prefix}' has {st['settings']['pairs']} pairs, the campaign needs {pairs}")
+
+
+class EmulatedBackend:
+    """transport: `netns` (ip netns exec) or `ssh` (over the rig's management network).
+    use_running: the rig already up under `prefix` (e.g. provisioned with ansible/nodes.yml),
+    left up afterwards so its nodes keep what was installed on them."""
+
+    def __init__(self, prefix: str = "rig", transport: str = "netns", agent_path: str | None = None,
+                 use_running: bool = False, keep_up: bool = False):
+        self.rig = EmulatedRig(prefix)
+        self.transport, self.agent_path = transport, agent_path
+        self.use_running, self.keep_up = use_running, keep_up
+        self.agents: AgentPool | None = None
+        self.name = "emulated"
+
+    def check(self, campaign: Campaign, source: str) -> None:
+        if self.use_running:
+            require_running(self.rig, self.transport == "ssh", campaign.pairs)
+
+    def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
+        if self.agents is None:
+            self.rig.up(settings, ssh=self.transport == "ssh")
+            via = self.rig.ssh_transport(self.agent_path) if self.transport == "ssh" else NetnsTransport(self.rig.prefix)
+            self.agents = AgentPool(via, self.rig.topo.nodes)
+        return configure_setup(self.rig, self.agents, settings, limits)
+
+    def close(self) -> None:
+        if self.agents is not None:
+            self.agents.close()
+        if not (self.keep_up or self.use_running):
+            self.rig.down()
+
+
+class LabBackend:
+    """The physical lab: nodes over SSH as in the inventory, radios real. Re-wiring receivers for
+    another setup (or re-profiling the APs) is Ansible's job: between blocks the command in
+    $RIG_RECONFIGURE runs, with {inventory}, {setup} and {wifi_standard} filled in, e.g.
+    `ansible-playbook -i {inventory} ansible/setup.yml -e rig_setup={setup}`."""
+
+    def __init__(self, inventory: Path, state_dir: Path = Path("/run/rig/lab")):
+        from rig.lab import load_lab
+
+        self.inventory = Path(inventory)
+        self.lab = load_lab(self.inventory)
+        self.name = str(self.inventory)
+        self.state_dir = state_dir
+        self.agents: AgentPool | None = None
+        self.current: tuple | None = None
+
+    def check(self, campaign: Campaign, source: str) -> None:
+        from rig.lab import lab_topology
+
+        for setup in campaign.setups:
+            lab_topology(self.lab, setup, campaign.pairs)  # every needed host variable is there
+        several = len(campaign.setups) > 1 or len(campaign.factors.wifi_standard) > 1
+        if several and not os.environ.get(RECONFIGURE_ENV):
+            raise InputError(source, "setups", f"the lab is wired for one setup and one WiFi standard at a time: "
+                                               f"run one per campaign, or set ${RECONFIGURE_ENV} (docs/provisioning.md)")
+
+    def _reconfigure(self, settings: RadioSettings) -> None:
+        template = os.environ.get(RECONFIGURE_ENV)
+        if not template:
+            return
+        cmd = template.format(inventory=shlex.quote(str(self.inventory)), setup=settings.setup,
+                              wifi_standard=settings.wifi_standard)
+        p = subprocess.run(cmd, shell=True, capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RigError(f"${RECONFIGURE_ENV} failed for Setup {settings.setup}: {(p.stderr or p.stdout).strip()[-400:]}")
+
+    def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
+        from rig.lab import lab_topology, lab_transport
+
+        key = (settings.setup, settings.wifi_standard)
+        if key != self.current:  # the first block too: the lab may be wired for something else
+            self._reconfigure(settings)
+        self.current = key
+        topo = lab_topology(self.lab, settings.setup, settings.pairs)
+        if self.agents is None:
+            self.state_dir.mkdir(parents=True, exist_ok=True)
+            self.agents = AgentPool(lab_transport(self.lab, topo.nodes, self.state_dir), topo.nodes)
+        return configure_nodes(topo, self.agents, limits)
+
+    def close(self) -> None:
+        if self.agents is not None:
+            self.agents.close()

@@ -1,0 +1,104 @@
+"""The physical lab, described by its Ansible inventory: who pairs with whom, interface names,
+addresses, and how to reach each node (SSH). Used by `rig campaign run FILE --rig INVENTORY`.
+
+Host variables read (inventory.ini documents them): pair, node_host_id, wifi_if, lte_if,
+wifi2_if (receivers), lte_ip, and optionally lte_gateway (a modem whose interface needs a next
+hop; raw-IP modems have none), ansible_host, ansible_user, ansible_ssh_private_key_file,
+ansible_python_interpreter, node_agent_path. Radio addresses follow the lab's plan
+(ansible/group_vars/all/network.yml, rig/emu/topology.py): <attachment subnet>.<node_host_id>.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from dataclasses import dataclass
+from ipaddress import IPv4Address
+from pathlib import Path
+
+from rig.emu.topology import B_SIDE, Pair, RadioInterface, Topology, station
+from rig.errors import InputError
+from rig.transport.ssh import DEFAULT_AGENT, SshTransport
+
+
+@dataclass(frozen=True)
+class Lab:
+    inventory: Path
+    hostvars: dict[str, dict]
+    senders: list[str]
+    receivers: list[str]
+
+    def var(self, host: str, name: str, default: object = ...) -> object:
+        value = self.hostvars.get(host, {}).get(name, default)
+        if value is ...:
+            raise InputError(str(self.inventory), f"{host}.{name}", "missing (see inventory.ini)")
+        return value
+
+
+def load_lab(inventory: Path) -> Lab:
+    if not Path(inventory).is_file():
+        raise InputError("--rig", "rig", f"{inventory} is neither 'emulated' nor an inventory file")
+    try:
+        p = subprocess.run(["ansible-inventory", "-i", str(inventory), "--list"], capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        raise InputError(str(inventory), "(file)", "ansible-inventory is not installed (apt-get install ansible)") from None
+    if p.returncode != 0:
+        first = next((ln for ln in p.stderr.splitlines() if ln.strip()), "cannot be parsed")
+        raise InputError(str(inventory), "(file)", first.strip())
+    data = json.loads(p.stdout)
+    groups = {name: g.get("hosts", []) for name, g in data.items() if isinstance(g, dict)}
+    for group in ("senders", "receivers"):
+        if not groups.get(group):
+            raise InputError(str(inventory), group, "the group has no hosts")
+    return Lab(Path(inventory), data.get("_meta", {}).get("hostvars", {}), groups["senders"], groups["receivers"])
+
+
+def _pair_index(lab: Lab, host: str) -> int:
+    try:
+        return int(lab.var(host, "pair"))
+    except (TypeError, ValueError):
+        raise InputError(str(lab.inventory), f"{host}.pair", "must be a whole number") from None
+
+
+def _lte(lab: Lab, host: str, ifname: str) -> RadioInterface:
+    gw = lab.var(host, "lte_gateway", None)
+    iface = station(host, ifname, "lte", "cell", address=IPv4Address(str(lab.var(host, "lte_ip"))), gateway=False)
+    return iface if gw is None else RadioInterface(**{**iface.__dict__, "gateway": IPv4Address(str(gw))})
+
+
+def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
+    """The lab's first `pairs` sender/receiver pairs (by their `pair` variable), wired for `setup`."""
+    senders = {_pair_index(lab, h): h for h in lab.senders}
+    receivers = {_pair_index(lab, h): h for h in lab.receivers}
+    common = sorted(set(senders) & set(receivers))
+    if len(common) < pairs:
+        raise InputError(str(lab.inventory), "senders/receivers", f"{len(common)} complete pairs, the campaign needs {pairs}")
+    b_role, b_attachment = B_SIDE[setup]
+    out = []
+    for index in common[:pairs]:
+        s, r = senders[index], receivers[index]
+        s_id, r_id = int(lab.var(s, "node_host_id")), int(lab.var(r, "node_host_id"))
+        b = (_lte(lab, r, str(lab.var(r, "lte_if"))) if b_role == "lte"
+             else station(r, str(lab.var(r, "wifi2_if")), b_role, b_attachment, host_id=r_id))
+        out.append(Pair(
+            index=index, sender=s, receiver=r,
+            sender_wifi=station(s, str(lab.var(s, "wifi_if")), "wifi", "ap1", host_id=s_id),
+            sender_lte=_lte(lab, s, str(lab.var(s, "lte_if"))),
+            receiver_a=station(r, str(lab.var(r, "wifi_if")), "wifi", "ap2", host_id=r_id),
+            receiver_b=b,
+        ))
+    return Topology(setup, tuple(out))  # type: ignore[arg-type]
+
+
+def lab_transport(lab: Lab, hosts: list[str], control_dir: Path) -> SshTransport:
+    """SSH to the lab's nodes as Ansible reaches them; the agent is where the node role put it."""
+    first = hosts[0]
+    key = lab.var(first, "ansible_ssh_private_key_file", None)
+    return SshTransport(
+        {h: str(lab.var(h, "ansible_host", h)) for h in hosts},
+        user=str(lab.var(first, "ansible_user", "root")),
+        key=Path(str(key)) if key else None,
+        control_dir=control_dir,
+        agent_path=str(lab.var(first, "node_agent_path", DEFAULT_AGENT)),
+        python=str(lab.var(first, "ansible_python_interpreter", "python3")),
+    )
