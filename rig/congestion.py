@@ -118,6 +118,16 @@ def struct_ops_maps() -> list[tuple[str, int, str]]:
     return out
 
 
+def repairs() -> dict[str, int]:
+    """Per CC: implausible windows (ssthresh or cwnd over 2^20 packets) its loaded objects put
+    back, the kernel 6.18 runaway windows of docs/congestion-control.md. 0 if never loaded."""
+    out = {}
+    for name in COUPLED:
+        p = _run(["bpftool", "-j", "map", "dump", "name", f"{name}.bss"])
+        out[name] = sum(int(n) for n in re.findall(r'"repairs":(\d+)', p.stdout)) if p.returncode == 0 else 0
+    return out
+
+
 def ensure_registered(names: Iterable[str]) -> None:
     """Build if needed and register the coupled CCs among `names` not yet runnable. Idempotent."""
     wanted = sorted(set(names))
@@ -249,6 +259,13 @@ def cc_status() -> None:
     for name in COUPLED:
         why = explain(name)
         click.echo(f"{name:6} {'ok' if why is None else why}")
+
+
+@cc_cli.command("repairs")
+def cc_repairs() -> None:
+    """Runaway windows (a kernel 6.18 problem) each coupled CC has put back so far."""
+    for name, count in repairs().items():
+        click.echo(f"{name:6} {count}")
 
 
 @cc_cli.command("register")

@@ -38,6 +38,8 @@ def test_ensure_registered_is_idempotent_and_rejects_unknown_names():
     assert set(congestion.COUPLED) <= congestion.available()
     assert all(congestion.explain(n) is None for n in congestion.COUPLED)
     assert {name for name, _, state in congestion.struct_ops_maps() if state == "INUSE"} == set(congestion.COUPLED)
+    counts = congestion.repairs()  # read from the registered objects' .bss maps
+    assert set(counts) == set(congestion.COUPLED) and all(n >= 0 for n in counts.values())
     with pytest.raises(RigError, match="not one of the coupled"):
         congestion.ensure_registered(["cubci"])
     assert "does not provide it" in congestion.explain("vegas")

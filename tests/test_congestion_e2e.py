@@ -153,8 +153,9 @@ def dmesg_watch():
 
 
 OLIA_BELOW_GOAL = pytest.mark.xfail(
-    strict=False, reason="measured 0.54-0.74 on this host: OLIA's total increase (sum w_r^2/w^2 per RTT) is below "
-    "LIA's (max w_r/w) whenever the subflows' windows differ, and with windows of 2-20 packets they always do")
+    strict=False, reason="measured 0.52-0.77 here although the implementation follows the paper: with half a TCP "
+    "window per subflow (5-10 packets at 0.5 % loss) timeouts cost more, and OLIA evens the windows out at that small "
+    "end; at 50 Mbit/s and 0.1 % loss it measured 0.99-1.18 (docs/congestion-control.md)")
 
 
 @pytest.mark.parametrize("cc", ["lia", pytest.param("olia", marks=OLIA_BELOW_GOAL), "balia", "reno"])
@@ -175,6 +176,7 @@ def test_shared_bottleneck_fairness(registered, topo, cc, loss_ppm):
     print(f"\nshared {SHARED_RATE} loss {loss_ppm / 1e4:g}%: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, TCP {tcp_bps / 1e6:.2f} Mbit/s, "
           f"ratio {ratio:.2f}")
     print("subflow samples (cwnd, rtt_ms):", [[(s["cwnd"], s["rtt_ms"]) for s in row] for row in samples[::4]])
+    print("runaway windows put back so far (kernel 6.18 problem):", congestion.repairs())
     # the connection used 2 subflows, both running the CC asked for
     assert max(len(row) for row in samples) == 2
     assert {s["cc"] for row in samples for s in row} == {cc}

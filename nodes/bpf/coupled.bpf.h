@@ -26,7 +26,11 @@ extern void tcp_cong_avoid_ai(struct tcp_sock *tp, __u32 w, __u32 acked) __ksym;
 extern __u32 tcp_reno_ssthresh(struct sock *sk) __ksym;
 extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
-#define TCP_CA_LOSS_STATE 4 /* enum tcp_ca_state: TCP_CA_Loss */
+#define TCP_CA_RECOVERY_STATE 3 /* enum tcp_ca_state: TCP_CA_Recovery */
+#define TCP_INFINITE_SSTHRESH 0x7fffffff
+
+/* Windows this object found implausible and repaired (see coupled_in_ack_event). */
+__u64 repairs;
 
 struct slot {
 	__u64 sk; /* owner subflow socket address, 0 = free */
@@ -89,6 +93,36 @@ static __always_inline __u64 ell_of(const struct tcp_sock *tp, const struct coup
 }
 
 /*
+ * The window other subflows see for this one: cwnd, except in fast recovery, where PRR
+ * walks cwnd down to the new ssthresh over an RTT and the window the path will resume
+ * with is ssthresh (as the out-of-tree OLIA, mptcp_get_crt_cwnd). Published on every ACK
+ * (in_ack_event), also during recovery, when cong_avoid is not called.
+ */
+static __always_inline __u32 current_window(const struct sock *sk)
+{
+	const struct tcp_sock *tp = tcp_sk(sk);
+
+	if (((struct inet_connection_sock *)sk)->icsk_ca_state == TCP_CA_RECOVERY_STATE)
+		return tp->snd_ssthresh;
+	return tp->snd_cwnd;
+}
+
+/* This subflow's slot in its connection's entry, if it holds one. */
+static __always_inline struct slot *own_slot(struct sock *sk)
+{
+	struct coupled_ca *ca = ca_of(sk);
+	__u64 key = ca->conn_key;
+	struct conn *c;
+
+	if (!key)
+		return 0;
+	c = bpf_map_lookup_elem(&conns, &key);
+	if (!c || c->slots[ca->slot & (CC_MAX_PATHS - 1)].sk != (__u64)sk)
+		return 0;
+	return &c->slots[ca->slot & (CC_MAX_PATHS - 1)];
+}
+
+/*
  * Publish this subflow's state and copy its connection's slots into snap.
  * Returns the number of live paths (snap->self is this subflow's slot), 0 for plain TCP.
  */
@@ -120,7 +154,7 @@ static __always_inline int gather(struct sock *sk, struct cc_paths *snap)
 		idx = i;
 		ca->slot = i;
 	}
-	c->slots[idx].cwnd = tp->snd_cwnd;
+	c->slots[idx].cwnd = current_window(sk);
 	c->slots[idx].rtt_us = (tp->srtt_us >> 3) ?: 1;
 	c->slots[idx].ell = ell_of(tp, ca);
 
@@ -221,6 +255,8 @@ __u32 BPF_PROG(coupled_ssthresh, struct sock *sk)
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct coupled_ca *ca = ca_of(sk);
 	struct cc_paths snap = {};
+	struct slot *slot;
+	__u32 ssthresh;
 	int n;
 
 	n = gather(sk, &snap);
@@ -230,9 +266,11 @@ __u32 BPF_PROG(coupled_ssthresh, struct sock *sk)
 		ca->loss_una = tp->snd_una;
 	}
 	ca->acc = 0;
-	if (n <= 1)
-		return tcp_reno_ssthresh(sk);
-	return CC_SSTHRESH(sk, &snap);
+	ssthresh = n <= 1 ? tcp_reno_ssthresh(sk) : CC_SSTHRESH(sk, &snap);
+	slot = own_slot(sk);
+	if (slot) /* the others see the reduced window from now on */
+		slot->cwnd = ssthresh;
+	return ssthresh;
 }
 
 SEC("struct_ops")
@@ -241,13 +279,41 @@ __u32 BPF_PROG(coupled_undo_cwnd, struct sock *sk)
 	return tcp_reno_undo_cwnd(sk);
 }
 
-#define COUPLED_OPS(var, ccname)                          \
-	SEC(".struct_ops")                                \
-	struct tcp_congestion_ops var = {                 \
-		.init = (void *)coupled_init,             \
-		.release = (void *)coupled_release,       \
-		.ssthresh = (void *)coupled_ssthresh,     \
-		.cong_avoid = (void *)coupled_cong_avoid, \
-		.undo_cwnd = (void *)coupled_undo_cwnd,   \
-		.name = ccname,                           \
+/*
+ * Kernel 6.18 workaround (docs/congestion-control.md, "Runaway windows"): an MPTCP subflow
+ * running a BPF CC sometimes enters fast recovery with snd_ssthresh = 0x82205665, stale stack
+ * contents, without this object's ssthresh having run; PRR then sets cwnd to
+ * ssthresh * prr_delivered / prior_cwnd, ~1e8..1e9 packets. No window of a million packets is
+ * real here (the arithmetic clamps at CC_MAX_CWND), so such values are put back on the next
+ * ACK: ssthresh to the Reno halving of the window before the reduction, cwnd to ssthresh.
+ */
+SEC("struct_ops")
+void BPF_PROG(coupled_in_ack_event, struct sock *sk, __u32 flags)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct slot *slot;
+
+	if (tp->snd_ssthresh > CC_MAX_CWND && tp->snd_ssthresh != TCP_INFINITE_SSTHRESH) {
+		tp->snd_ssthresh = tp->prior_cwnd > 4 && tp->prior_cwnd <= CC_MAX_CWND ? tp->prior_cwnd / 2 : 2;
+		__sync_fetch_and_add(&repairs, 1);
+	}
+	if (tp->snd_cwnd > CC_MAX_CWND) {
+		tp->snd_cwnd = tp->snd_ssthresh <= CC_MAX_CWND ? tp->snd_ssthresh : 2;
+		__sync_fetch_and_add(&repairs, 1);
+	}
+	slot = own_slot(sk);
+	if (slot)
+		slot->cwnd = current_window(sk);
+}
+
+#define COUPLED_OPS(var, ccname)                              \
+	SEC(".struct_ops")                                    \
+	struct tcp_congestion_ops var = {                     \
+		.init = (void *)coupled_init,                 \
+		.release = (void *)coupled_release,           \
+		.ssthresh = (void *)coupled_ssthresh,         \
+		.cong_avoid = (void *)coupled_cong_avoid,     \
+		.undo_cwnd = (void *)coupled_undo_cwnd,       \
+		.in_ack_event = (void *)coupled_in_ack_event, \
+		.name = ccname,                               \
 	}
