@@ -91,8 +91,10 @@ static void snapshot(struct sock *sk, int from_state_change, __u8 new_state)
 	if (!tp)
 		return;
 	bpf_probe_read_kernel_str(name, sizeof(name), tp->inet_conn.icsk_ca_ops->name);
-	if (__builtin_memcmp(name, "min_reno", 8))
-		return;
+	for (int i = 0; i < 8; i++) {
+		if (name[i] != "min_reno"[i])
+			return;
+	}
 	r = rec_of(sk);
 	if (!r)
 		return;

@@ -10,6 +10,10 @@
 set -euo pipefail
 CC=$1; SECS=${2:-20}; BUSY=${3:-1}
 HERE=$(cd "$(dirname "$0")" && pwd)
+if ! grep -qw -- "$CC" /proc/sys/net/ipv4/tcp_available_congestion_control; then
+	echo "run.sh: congestion control $CC is not available (start build/repro_load first for min_reno)" >&2
+	exit 2
+fi
 BUILD=${RIG_BPF_BUILD:-$HERE/../build}
 LOSS=$BUILD/loss_5000.bpf.o
 [ -f "$LOSS" ] || make -s -C "$HERE/.." BUILD="$BUILD" "$LOSS"
@@ -55,7 +59,7 @@ while [ $SECONDS -lt $end ]; do
 	ip netns exec $C ss -tinH dst 10.93.2.2 >>"$OUT/ss.log" || true
 	sleep 0.2
 done
-wait $MP $TP
+wait $MP $TP || { echo "run.sh: iperf3 failed: $(jq -r .error "$OUT/mp.json" "$OUT/tcp.json" | tr '\n' ' ')" >&2; exit 1; }
 max() { grep -o " $1:[0-9]*" "$OUT/ss.log" | cut -d: -f2 | sort -n | tail -1; }
 python3 - "$CC" "$(jq .end.sum_received.bits_per_second "$OUT/mp.json")" \
 	"$(jq .end.sum_received.bits_per_second "$OUT/tcp.json")" "$(max cwnd)" "$(max ssthresh)" <<'PY'
