@@ -15,7 +15,7 @@ the Ansible node role installs the same logic as an interface-up hook.
 
 from __future__ import annotations
 
-from rig.emu.topology import Pair, RadioInterface
+from rig.emu.topology import Pair, RadioInterface, Topology
 
 # Sysctls every node gets. tcp_no_metrics_save: runs must not inherit cached ssthresh/RTT
 # from earlier runs (seed 001 does the same); blackhole_timeout 0: never disable MPTCP.
@@ -60,6 +60,13 @@ def node_base_script(ifaces: list[RadioInterface]) -> str:
     for i in ifaces:
         lines += [f"ip link set {i.ifname} mtu 1500", f"sysctl -qw net.ipv4.conf.{i.ifname}.rp_filter=0", *_address(i)]
     return "\n".join(lines) + "\n"
+
+
+def node_setup_script(topo: Topology, host: str) -> str:
+    """What `host` gets once per setup: its base, and on a receiver its routes and announcement."""
+    script = node_base_script(topo.interfaces_of(host))
+    receiver_of = {p.receiver: p for p in topo.pairs}
+    return script + receiver_setup_script(receiver_of[host]) if host in receiver_of else script
 
 
 def sender_run_script(pair: Pair, homing: str) -> str:

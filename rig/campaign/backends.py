@@ -16,7 +16,7 @@ from rig.campaign.model import Campaign, Limits
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.emu.topology import Topology
 from rig.errors import InputError, RigError
-from rig.node_config import node_base_script, receiver_setup_script
+from rig.node_config import node_setup_script
 from rig.run.agents import AgentPool
 from rig.run.execute import RunContext, start_servers
 from rig.transport.netns import NetnsTransport
@@ -27,9 +27,7 @@ RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / 
 def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: dict | None = None,
                     stations: dict | None = None) -> RunContext:
     """Addresses, rules and sysctls on every node, receivers' routes and announcements, servers."""
-    agents.each(topo.nodes, lambda a: a.sh(node_base_script(topo.interfaces_of(a.host))))
-    by_receiver = {p.receiver: p for p in topo.pairs}
-    agents.each(list(by_receiver), lambda a: a.sh(receiver_setup_script(by_receiver[a.host])))
+    agents.each(topo.nodes, lambda a: a.sh(node_setup_script(topo, a.host)))
     ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=dict(radios or {}), stations=dict(stations or {}))
     start_servers(ctx, restart=True)
     return ctx

@@ -12,11 +12,12 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rig import provenance
+from rig import congestion, provenance
 from rig.campaign.model import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
 from rig.emu.rig import RadioSettings
 from rig.errors import InputError
+from rig.influx import sink_from_env
 from rig.progress import Progress
 from rig.run.execute import RunContext, execute_run, start_servers
 from rig.store import CampaignStore, utc_now
@@ -39,29 +40,17 @@ class CampaignResult:
 
 def check_ccs(campaign: Campaign, source: str) -> None:
     """Every congestion control the campaign names must be runnable here (coupled ones are registered)."""
-    try:
-        from rig import congestion
-    except ImportError:  # the coupled-CC module is optional
-        congestion = None
     wanted = campaign.factors.cc
-    if congestion is not None:
-        coupled = [c for c in wanted if c in congestion.COUPLED]
-        if coupled:
-            congestion.ensure_registered(coupled)
-        available = congestion.available()
-    else:
-        available = set(Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split())
+    coupled = [c for c in wanted if c in congestion.COUPLED]
+    if coupled:
+        congestion.ensure_registered(coupled)
+    available = congestion.available()
     for i, cc in enumerate(wanted):
         if cc not in available:
-            why = congestion.explain(cc) if congestion is not None else None
-            raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {why or 'not in tcp_available_congestion_control'}")
+            raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {congestion.explain(cc)}")
 
 
 def _sink():
-    try:
-        from rig.influx import sink_from_env
-    except ImportError:
-        return None
     try:
         return sink_from_env()
     except Exception:  # noqa: BLE001 - a broken sink configuration must not stop a campaign

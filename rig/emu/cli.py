@@ -26,19 +26,16 @@ def emu() -> None:
 def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool, radios: str) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""
     from rig.emu.rig import EmulatedRig, RadioSettings
-    from rig.node_config import node_base_script, receiver_setup_script, sender_run_script
+    from rig.node_config import node_setup_script, sender_run_script
     from rig.profiles import lte_profile as load_lte, wifi_profile
     from rig.emu import netns
 
     wifi_profile(wifi_standard), load_lte(lte_profile)  # bad names: one line, exit 2, before anything is built
     rig = EmulatedRig(prefix)
     topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}, radios), ssh=ssh)
-    for p in topo.pairs:
-        netns.sh(rig.ns(p.sender), node_base_script(topo.interfaces_of(p.sender)) + sender_run_script(p, "dual"))
-        netns.sh(rig.ns(p.receiver), node_base_script(topo.interfaces_of(p.receiver)) + receiver_setup_script(p))
-    # The radio processes must outlive this command: detach them from it.
-    for proc in rig.radios.values():
-        getattr(proc, "detach", lambda: None)()
+    for p in topo.pairs:  # senders dual-homed, as a campaign's first run would leave them
+        netns.sh(rig.ns(p.sender), node_setup_script(topo, p.sender) + sender_run_script(p, "dual"))
+        netns.sh(rig.ns(p.receiver), node_setup_script(topo, p.receiver))
     click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs, {radios} radios")
     click.echo(f"try: ip netns exec {prefix}-s1 ping -c3 {topo.pairs[0].receiver_a.address}")
     if ssh:

@@ -53,7 +53,8 @@ def _pipe_params(kind: str, settings: RadioSettings):
         jitter_s=over.get("jitter_ms", emu.jitter_ms) / 1000,
         loss=over.get("loss_pct", emu.loss_pct) / 100,
     )
-    return pipe, max(emu.medium_rate_bps, rate) if "rate_bps" in over else emu.medium_rate_bps
+    # A campaign may raise a path's rate above the profile's medium; the medium follows it.
+    return pipe, max(emu.medium_rate_bps, rate)
 
 
 # The simulated cell's PGW and the EPC namespace meet on a /30 of their own (the SGi link).
@@ -65,9 +66,9 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], setting
     from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
     from rig.profiles import lte_profile, wifi_profile
 
-    pipe, medium = _pipe_params(kind, settings)
     gateway_tap = _tap_name(network, None)
     if settings.model == "links":
+        pipe, medium = _pipe_params(kind, settings)
         return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, medium_rate_bps=medium,
                                 stations=tuple(Station(tap=_tap_name(network, s), up=pipe, down=pipe) for s in stations))
     # Simulated radios: the medium is ns-3's; only impairments the campaign asks for go on top.

@@ -100,8 +100,8 @@ def _interface_rows(samples: dict[str, list], topo: Topology) -> pa.Table:
     return pa.Table.from_pydict(cols, schema=schema)
 
 
-def _lag_table(lags: dict) -> pa.Table:
-    rows = [{"time": t, "network": n, **s} for n, (t, s) in lags.items()]
+def _lag_table(lags: dict, t0: float) -> pa.Table:
+    rows = [{"time": t0, "network": n, **s} for n, s in lags.items()]
     schema = pa.schema([("time", pa.float64()), ("network", pa.string()), ("samples", pa.int64()),
                         ("p50_ms", pa.float64()), ("p99_ms", pa.float64()), ("max_ms", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema)
@@ -170,7 +170,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
-    lags = {n: (t0, _finite(r.lag(t0, t_end).__dict__)) for n, r in ctx.radios.items()}
+    lags = {n: _finite(r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
 
     iperf, pairs = {}, []
@@ -209,7 +209,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "start_spread_ms": round((max(starts) - min(starts)) * 1000, 3) if starts else None,
         "start_late_ms": {s: round((r["started_at"] - t0) * 1000, 3) for s, r in results.items() if r.get("started_at")},
         "transfer_s": round(max(ends) - t0, 3) if ends else None,
-        "lag": {n: s for n, (_, s) in lags.items()},
+        "lag": lags,
         "subflow_ccs": ccs_by_host(subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
@@ -222,7 +222,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     if radio is not None:
         timeseries["radio"] = radio
     if lags:
-        timeseries["lag"] = _lag_table(lags)
+        timeseries["lag"] = _lag_table(lags, t0)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, iperf=iperf, timeseries=timeseries,

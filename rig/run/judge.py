@@ -63,7 +63,7 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
     if dead:
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     else:
-        lagging = [(n, s["p99_ms"]) for n, (_, s) in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+        lagging = [(n, s["p99_ms"]) for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
         if lagging:
             n, p99 = max(lagging, key=lambda x: x[1])
             run_reason = f"emulator lagged: p99 {p99:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms"
