@@ -23,7 +23,6 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rig.campaign.plan import Plan, Run
-from rig.errors import InputError
 
 RUNS_COLUMNS = [
     ("run_id", pa.string()), ("campaign", pa.string()), ("campaign_id", pa.string()), ("setup", pa.string()), ("homing", pa.string()),
@@ -114,11 +113,6 @@ class CampaignStore:
         """(campaign name, campaign id) as recorded in plan.json."""
         plan = json.loads((self.root / "plan.json").read_text())
         return plan["campaign"], plan["campaign_id"]
-
-    def check_plan(self, plan: Plan, source: str) -> None:
-        saved = json.loads((self.root / "plan.json").read_text())
-        if saved.get("digest") != plan.digest:
-            raise InputError(source, "(plan)", f"differs from the plan recorded in {self.root}/plan.json; cannot resume it")
 
     # -- runs --------------------------------------------------------------------------
 

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import click
 
-from rig.errors import InputError
 
 
 def _fmt_duration(seconds: float) -> str:

@@ -7,7 +7,6 @@ same for both.
 
 from __future__ import annotations
 
-import subprocess
 from typing import Protocol
 
 
@@ -20,6 +19,3 @@ class Transport(Protocol):
     def agent_argv(self, host: str) -> list[str]:
         """The local command line that starts the node agent on `host`."""
 
-
-def run_on(transport: Transport, host: str, argv: list[str], timeout: float = 30, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(transport.argv(host, argv), capture_output=True, text=True, timeout=timeout, check=check)
