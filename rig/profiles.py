@@ -118,6 +118,9 @@ class LteProfile(_Strict):
     dl_earfcn: int
     plmn: Plmn
     tac: int = Field(ge=1, le=0xFFFE)
+    # Periodic wideband CQI report period (TS 36.213 7.2.2): srsRAN's rr.conf cqi_report_cnfg
+    # and the simulated cell's UEs use it alike.
+    cqi_period_ms: Literal[2, 5, 10, 20, 40, 80, 160] = 40
     emulation: LinkEmulation
 
     @model_validator(mode="after")

@@ -75,6 +75,7 @@ class LteCell:
     # the srsRAN single-UE reference rates (docs/emulator.md).
     distance_m: float | None = None
     ue_tx_power_dbm: float = 23.0  # fixed (no uplink power control)
+    cqi_period_ms: int = 40  # downlink CQI reports, as the profile's rr.conf period (ns-3's own: every 1 ms)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,11 @@ class LagStats:
     p50_ms: float
     p99_ms: float
     max_ms: float
+    # Why it lagged: the longest stretch the emulator ran events back to back without going idle
+    # (long: the model could not keep up; short yet late: the host did not schedule it), and the
+    # cores it used (mean over the seconds; includes the kernel's work on the frames it writes).
+    busy_max_ms: float = math.nan
+    cpu: float = math.nan
 
 
 def _queue_for(rate_bps: float, rtt_s: float) -> int:
@@ -359,6 +365,8 @@ class RadioProcess:
             p50_ms=statistics.median(r["p50_ms"] for r in rows),
             p99_ms=max(r["p99_ms"] for r in rows),
             max_ms=max(r["max_ms"] for r in rows),
+            busy_max_ms=max(r.get("busy_max_ms", math.nan) for r in rows),
+            cpu=statistics.fmean(r.get("cpu", math.nan) for r in rows),
         )
 
     def station_stats(self, since: float, until: float) -> list[dict]:

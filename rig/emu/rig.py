@@ -82,7 +82,8 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], setting
                                 stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top) for s in stations))
     lte = lte_profile(settings.lte_profile)
     return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte",
-                            lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn),
+                            lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn,
+                                          cqi_period_ms=lte.cqi_period_ms),
                             stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top,
                                                    address=f"{s.address}/{s.prefixlen}") for s in stations))
 

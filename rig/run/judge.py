@@ -63,10 +63,10 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
     if dead:
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     else:
-        lagging = [(n, s["p99_ms"]) for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+        lagging = [(n, s) for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
         if lagging:
-            n, p99 = max(lagging, key=lambda x: x[1])
-            run_reason = f"emulator lagged: p99 {p99:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms"
+            n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
+            run_reason = f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
     if not run_reason and subflow_problem:
         run_reason = subflow_problem
     if run_reason:
@@ -76,3 +76,11 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
     status = "failed" if "failed" in statuses else "invalid" if "invalid" in statuses else "ok"
     reason = run_reason or next((f"{p['sender']}: {p['reason']}" for p in judged if p["reason"]), None)
     return Verdict(status, reason, judged)
+
+
+def _busy_note(lag: dict) -> str:
+    """What the lag log says about why: a model that ran flat out, or a host that held it off."""
+    busy, cpu = lag.get("busy_max_ms"), lag.get("cpu")
+    if busy is None or cpu is None:  # NaN became null (older emulator builds)
+        return ""
+    return f" (busy up to {busy:.0f} ms at a stretch, {cpu:.2f} core)"

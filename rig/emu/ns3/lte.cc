@@ -47,6 +47,22 @@ ParseCidr(const std::string& cidr)
     return ns3::Ipv4InterfaceAddress(ns3::Ipv4Address(cidr.substr(0, slash).c_str()), ns3::Ipv4Mask(mask));
 }
 
+// ns-3 keeps the UE's CQI reporting period (1 ms: "ideal") behind a private setter with no
+// attribute. An explicit template instantiation may name a private member ([temp.spec]), so this
+// is the standard-conforming way to reach it without patching ns-3.
+void SetDownlinkCqiPeriod(ns3::LteUePhy& phy, ns3::Time period);
+
+template <void (ns3::LteUePhy::*Setter)(ns3::Time)>
+struct CqiPeriodSetter
+{
+    friend void SetDownlinkCqiPeriod(ns3::LteUePhy& phy, ns3::Time period)
+    {
+        (phy.*Setter)(period);
+    }
+};
+
+template struct CqiPeriodSetter<&ns3::LteUePhy::SetDownlinkCqiPeriodicity>;
+
 } // namespace
 
 LteNetwork::LteNetwork(const Json& config)
@@ -115,6 +131,10 @@ LteNetwork::LteNetwork(const Json& config)
         ipv4->AddAddress(ifIndex, address);
         ipv4->SetUp(ifIndex);
         pgwRouting->AddHostRouteTo(address.GetLocal(), tunnel);
+        // Downlink CQI as often as the real eNodeB asks for it (rr.conf cqi_report_cnfg period),
+        // not ns-3's ideal every subframe: each report costs a transport-block error estimate
+        // per MCS, most of an idle cell's CPU.
+        SetDownlinkCqiPeriod(*ue->GetPhy(), ns3::MilliSeconds(static_cast<int64_t>(cell.Num("cqi_period_ms", 40))));
         m_ues.push_back(ue);
     }
     m_lte->Attach(ueDevices, enbDevices.Get(0));

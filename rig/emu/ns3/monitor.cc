@@ -1,10 +1,13 @@
 #include "monitor.h"
 
+#include "realtime.h"
+
 #include "ns3/simulator.h"
 
 #include <algorithm>
 #include <cmath>
 #include <stdexcept>
+#include <time.h>
 
 namespace rigemu
 {
@@ -38,6 +41,21 @@ Percentile(const std::vector<double>& sorted, double q)
 }
 
 } // namespace
+
+double
+Monitor::CpuShare()
+{
+    // CPU time of the whole process (its one thread plus the kernel work done on its behalf,
+    // e.g. delivering the frames it writes) per wall second since the last call.
+    timespec cpu{};
+    clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
+    double cpuS = cpu.tv_sec + cpu.tv_nsec / 1e9;
+    auto now = std::chrono::steady_clock::now();
+    double share = m_lastCpuS < 0 ? 0.0 : (cpuS - m_lastCpuS) / std::chrono::duration<double>(now - m_lastCpuAt).count();
+    m_lastCpuS = cpuS;
+    m_lastCpuAt = now;
+    return share;
+}
 
 Monitor::Monitor(const std::string& lagLog,
                  const std::string& statsLog,
@@ -101,12 +119,15 @@ Monitor::WriteSecond()
     if (!sorted.empty())
     {
         std::fprintf(m_lag,
-                     "{\"t\": %.3f, \"n\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f}\n",
+                     "{\"t\": %.3f, \"n\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
+                     "\"busy_max_ms\": %.3f, \"cpu\": %.3f}\n",
                      t,
                      sorted.size(),
                      Percentile(sorted, 0.5),
                      Percentile(sorted, 0.99),
-                     sorted.back());
+                     sorted.back(),
+                     PollingRealtimeSimulatorImpl::Get().TakeLongestBusyNs() / 1e6,
+                     CpuShare());
         std::fflush(m_lag);
     }
     m_network.WriteStats(m_stats, t);

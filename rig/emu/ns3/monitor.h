@@ -32,6 +32,7 @@ class Monitor
   private:
     void Sample();
     void WriteSecond();
+    double CpuShare();
 
     std::FILE* m_lag;
     std::FILE* m_stats;
@@ -41,6 +42,8 @@ class Monitor
     std::chrono::steady_clock::time_point m_origin;
     std::vector<double> m_latenessMs;
     ns3::Time m_nextSecond;
+    double m_lastCpuS = -1;
+    std::chrono::steady_clock::time_point m_lastCpuAt;
 };
 
 } // namespace rigemu

@@ -3,6 +3,7 @@
 #include "ns3/make-event.h"
 #include "ns3/simulator.h"
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -108,14 +109,17 @@ PollingRealtimeSimulatorImpl::Run()
     m_running = true;
     m_stop = false;
     m_lastPollNs = m_currentTs;
+    m_busySinceNs = WallNs();
     while (!m_stop && !m_events->IsEmpty())
     {
         uint64_t next = m_events->PeekNext().key.m_ts;
         uint64_t wall = WallNs();
         if (next > wall)
         {
+            m_longestBusyNs = std::max(m_longestBusyNs, wall - m_busySinceNs);
             Poll(next - wall + m_wakeSlackNs); // idle: sleep until the event is due or a frame arrives
             m_lastPollNs = wall;
+            m_busySinceNs = WallNs();
         }
         else if (static_cast<int64_t>(wall - m_lastPollNs) >= m_pollIntervalNs)
         {
@@ -128,6 +132,16 @@ PollingRealtimeSimulatorImpl::Run()
         }
     }
     m_running = false;
+}
+
+uint64_t
+PollingRealtimeSimulatorImpl::TakeLongestBusyNs()
+{
+    uint64_t wall = WallNs();
+    uint64_t longest = std::max(m_longestBusyNs, wall > m_busySinceNs ? wall - m_busySinceNs : 0);
+    m_longestBusyNs = 0;
+    m_busySinceNs = wall; // a stretch in progress counts on from here in the next interval
+    return longest;
 }
 
 void

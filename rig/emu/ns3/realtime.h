@@ -48,6 +48,11 @@ class PollingRealtimeSimulatorImpl : public ns3::SimulatorImpl
     // wake-up (each costs tens of us of kernel time on this host). The lag log counts it.
     void SetWakeSlack(ns3::Time slack) { m_wakeSlackNs = static_cast<uint64_t>(slack.GetNanoSeconds()); }
 
+    // The longest stretch of wall clock (ns) spent running events back to back, without going
+    // idle, since the last call; then starts over. Tells a model that cannot keep up (long
+    // stretches) from a host that did not schedule the emulator (short ones, yet late).
+    uint64_t TakeLongestBusyNs();
+
     void Destroy() override;
     bool IsFinished() const override;
     void Stop() override;
@@ -93,6 +98,8 @@ class PollingRealtimeSimulatorImpl : public ns3::SimulatorImpl
     int64_t m_pollIntervalNs = 200000;
     uint64_t m_wakeSlackNs = 0;
     uint64_t m_lastPollNs = 0;
+    uint64_t m_busySinceNs = 0; // when the current busy stretch began
+    uint64_t m_longestBusyNs = 0;
 };
 
 } // namespace rigemu
