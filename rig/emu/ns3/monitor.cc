@@ -51,7 +51,7 @@ Monitor::CpuShare()
     clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &cpu);
     double cpuS = cpu.tv_sec + cpu.tv_nsec / 1e9;
     auto now = std::chrono::steady_clock::now();
-    double share = m_lastCpuS < 0 ? 0.0 : (cpuS - m_lastCpuS) / std::chrono::duration<double>(now - m_lastCpuAt).count();
+    double share = (cpuS - m_lastCpuS) / std::chrono::duration<double>(now - m_lastCpuAt).count();
     m_lastCpuS = cpuS;
     m_lastCpuAt = now;
     return share;
@@ -85,6 +85,7 @@ Monitor::Start()
         m_origin = std::chrono::steady_clock::now() -
                    std::chrono::nanoseconds(ns3::Simulator::Now().GetNanoSeconds());
         m_nextSecond = ns3::Seconds(1);
+        CpuShare(); // the first second's share counts from here
         Sample();
     });
 }

@@ -42,7 +42,7 @@ class Monitor
     std::chrono::steady_clock::time_point m_origin;
     std::vector<double> m_latenessMs;
     ns3::Time m_nextSecond;
-    double m_lastCpuS = -1;
+    double m_lastCpuS = 0;
     std::chrono::steady_clock::time_point m_lastCpuAt;
 };
 
