@@ -4,6 +4,7 @@
       campaign.yaml  plan.json  metadata.json
       runs/<run_id>/ params.json status.json pairs.json iperf/<host>.json timeseries/*.parquet logs/
       runs.parquet          one row per (run, pair)
+      attempts/<run_id>.<n>/  earlier attempts of a run, discarded because the emulator lagged
 
 Every write is atomic: a run is assembled in runs/.partial-<run_id>/ and renamed into place
 only when complete, and files are written to a temporary name and renamed. So a killed
@@ -31,7 +32,7 @@ RUNS_COLUMNS = [
     ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
     ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
-    ("retrans_segs", pa.int64()), ("reinjections", pa.int64()),
+    ("retrans_segs", pa.int64()), ("reinjections", pa.int64()), ("lag_retries", pa.int32()),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -74,6 +75,7 @@ class CampaignStore:
     def __init__(self, root: Path):
         self.root = Path(root)
         self.runs_dir = self.root / "runs"
+        self.attempts_dir = self.root / "attempts"
         self._rows: list[dict] | None = None  # runs.parquet's rows, read from disk once
 
     # -- creation and discovery ---------------------------------------------------------
@@ -124,7 +126,7 @@ class CampaignStore:
     def discard_partial(self) -> list[str]:
         """Remove runs a crash left half-assembled; they are redone."""
         gone = []
-        for d in self.runs_dir.glob(".partial-*"):
+        for d in [*self.runs_dir.glob(".partial-*"), *self.attempts_dir.glob(".partial-*")]:
             shutil.rmtree(d, ignore_errors=True)
             gone.append(d.name.removeprefix(".partial-"))
         return gone
@@ -133,7 +135,24 @@ class CampaignStore:
         final = self.runs_dir / rec.run.run_id
         if final.exists():
             raise FileExistsError(f"run {rec.run.run_id} is already recorded")
-        part = self.runs_dir / f".partial-{rec.run.run_id}"
+        self._assemble(rec, self.runs_dir / f".partial-{rec.run.run_id}", final)
+        if self._rows is not None:
+            self._rows += self._run_rows(rec.run.run_id)
+        return final
+
+    def attempts(self, run_id: str) -> int:
+        """How many earlier attempts of this run were set aside (write_attempt)."""
+        return len(list(self.attempts_dir.glob(f"{run_id}.*"))) if self.attempts_dir.is_dir() else 0
+
+    def write_attempt(self, rec: RunRecord) -> Path:
+        """Keep an attempt that will be run again, as a whole run directory outside runs/, so it
+        is evidence on disk but never part of the runs table or an export."""
+        self.attempts_dir.mkdir(exist_ok=True)
+        final = self.attempts_dir / f"{rec.run.run_id}.{self.attempts(rec.run.run_id) + 1}"
+        self._assemble(rec, self.attempts_dir / f".partial-{final.name}", final)
+        return final
+
+    def _assemble(self, rec: RunRecord, part: Path, final: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
         (part / "iperf").mkdir(parents=True)
         (part / "timeseries").mkdir()
@@ -153,9 +172,6 @@ class CampaignStore:
             {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details},
         )
         os.rename(part, final)
-        if self._rows is not None:
-            self._rows += self._run_rows(rec.run.run_id)
-        return final
 
     # -- the runs table -------------------------------------------------------------------
 
@@ -168,6 +184,7 @@ class CampaignStore:
         campaign, campaign_id = self._names()
         d = self.runs_dir / run_id
         params = json.loads((d / "params.json").read_text())
+        lag_retries = json.loads((d / "status.json").read_text()).get("lag_retries")
         out = []
         for p in json.loads((d / "pairs.json").read_text()):
             out.append(
@@ -182,6 +199,7 @@ class CampaignStore:
                     "status": p["status"], "reason": p.get("reason"),
                     "bytes_sent": p.get("bytes_sent"), "bytes_received": p.get("bytes_received"),
                     "retrans_segs": p.get("retrans_segs"), "reinjections": p.get("reinjections"),
+                    "lag_retries": lag_retries,
                 }
             )
         return out

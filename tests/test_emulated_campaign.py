@@ -173,3 +173,36 @@ def test_killed_campaign_resumes_with_each_run_exactly_once(tmp_path, emulator, 
     # Resuming a finished campaign starts a new one rather than touching the finished one.
     status = run_rig("emu", "status", "--prefix", rig_prefix, check=True)
     assert "is down" in status.stdout
+
+
+LAGGING = """
+name: lagging
+setups: [II]
+pairs: 1
+repetitions: 1
+seed: 5
+factors:
+  volume: [1MB]
+  homing: [dual]
+limits:
+  run_timeout_s: 60
+  max_lag_p99_ms: 0.001  # no emulator is ever this punctual: every attempt counts as lagged
+  lag_retries: 1
+"""
+
+
+def test_a_run_spoiled_only_by_emulator_lag_is_run_again_and_the_attempt_kept(tmp_path, emulator, rig_prefix):
+    out = tmp_path / "results"
+    p = run_rig("campaign", "run", str(_campaign(tmp_path, LAGGING)), "--out", str(out), "--prefix", rig_prefix, check=True)
+    root = _only_dir(out)
+    (run_id,) = [r["run_id"] for r in json.loads((root / "plan.json").read_text())["runs"]]
+    assert f"{run_id}: emulator lagged" in p.stderr and "running it again" in p.stderr
+    assert "1 attempts run again because the emulator lagged" in p.stdout
+    attempt = root / "attempts" / f"{run_id}.1"
+    first = json.loads((attempt / "status.json").read_text())
+    assert first["status"] == "invalid" and first["lagged"] and (attempt / "iperf").is_dir()
+    final = json.loads((root / "runs" / run_id / "status.json").read_text())
+    assert final["status"] == "invalid" and final["lag_retries"] == 1  # retries used up: recorded as it is
+    rows = pq.read_table(root / "runs.parquet").to_pylist()
+    assert [(r["run_id"], r["lag_retries"]) for r in rows] == [(run_id, 1)]
+    assert not list((root / "attempts").glob(".partial-*"))

@@ -93,3 +93,24 @@ def test_subflow_problems_name_runaway_windows_and_wrong_ccs():
     assert "cwnd runaway on s1" in problems([{**row, "cwnd": 1_780_000_000}], "lia", 100_000)
     assert "did not run lia" in problems([{**row, "cc": "cubic"}], "lia", 100_000)
     assert problems([{**row, "cc": "cubic", "bytes_acked": 10}], "lia", 100_000) is None  # control connection
+
+
+def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
+    from rig.campaign.model import Limits
+    from rig.campaign.plan import Run
+    from rig.run.judge import judge_run
+
+    run = Run("r", 0, "b", "II", "lte", "cubic", 1, 10**6, 10**6, "n5", 1, 1)
+    pair = {"pair": 1, "sender": "s1", "receiver": "r1", "goodput_bps": 5e6, "bytes_lte": 10**6, "bytes_wifi": 0}
+    mib = ({"MPTcpExtMPCapableSYNACKRX": 0}, {"MPTcpExtMPCapableSYNACKRX": 1})
+    lags = {"cell": {"samples": 1000, "p99_ms": 3.0, "busy_max_ms": 2.0, "cpu": 0.1}}
+
+    def verdict(doc, lags):
+        return judge_run(run, [pair], {"s1": doc}, {"s1": mib[0]}, {"s1": mib[1]}, lags, {"cell": True}, Limits())
+
+    lagged = verdict({"_rig": {}}, lags)
+    assert lagged.status == "invalid" and lagged.lagged
+    assert lagged.reason == "emulator lagged: p99 3.00 ms on cell > 1 ms (busy up to 2 ms at a stretch, 0.10 core)"
+    assert not verdict({"_rig": {}}, {"cell": {**lags["cell"], "p99_ms": 0.5}}).lagged  # ok: nothing to redo
+    broken = verdict({"_rig": {"rc": 1, "stderr": "boom"}}, lags)  # the run failed on its own account
+    assert broken.status == "failed" and not broken.lagged

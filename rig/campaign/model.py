@@ -78,6 +78,9 @@ class LinkOverride(_Strict):
 class Limits(_Strict):
     run_timeout_s: float = Field(default=300, gt=0)
     max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
+    # A run invalid only because the emulator lagged (a host hiccup, not the network under test)
+    # is run again up to this many times; the lagged attempts are kept under attempts/.
+    lag_retries: int = Field(default=2, ge=0, le=10)
     sample_hz: float = Field(default=20, ge=1, le=200)
     subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
     # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)

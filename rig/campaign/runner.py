@@ -36,6 +36,7 @@ class CampaignResult:
     wall_s: float
     transfer_s: float
     start_spreads_ms: list[float]
+    lag_retries: int = 0  # attempts set aside because the emulator lagged, and run again
 
 
 def check_ccs(campaign: Campaign, source: str) -> None:
@@ -96,7 +97,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
     progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else ""))
     progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
 
-    t_start, transfer, counts = time.monotonic(), 0.0, {"ok": 0, "invalid": 0, "failed": 0}
+    t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
     spreads: list[float] = []
     sink = _sink()
     try:
@@ -111,11 +112,12 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     ctx = backend.block(settings, campaign.limits)
                     block_key = run.radio_key
                 assert ctx is not None
-                record = _one_run(ctx, run, progress)
+                record = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
                 store.write_run(record)
                 store.write_runs_table()
                 counts[record.status] += 1
-                transfer += record.details.get("transfer_s") or 0.0
+                transfer += (record.details.get("transfer_s") or 0.0) + record.details["retried_transfer_s"]
+                retried += record.details["lag_retries"]
                 if record.details.get("start_spread_ms") is not None:
                     spreads.append(record.details["start_spread_ms"])
                 if record.status == "failed":
@@ -126,13 +128,21 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
             store.write_runs_table()
     finally:
         backend.close()
-    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads)
+    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
 
 
-def _one_run(ctx: RunContext, run: Run, progress: Progress):
+def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int):
+    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times)."""
     progress.starting(run.run_id)
     t = time.monotonic()
-    record = execute_run(ctx, run)
+    record, retried_s = execute_run(ctx, run), 0.0
+    while record.details.get("lagged") and store.attempts(run.run_id) < lag_retries:
+        kept = store.write_attempt(record)
+        retried_s += record.details.get("transfer_s") or 0.0
+        progress.note(f"{run.run_id}: {record.reason}; running it again (attempt kept as {kept.parent.name}/{kept.name})")
+        record = execute_run(ctx, run)
+    record.details["lag_retries"] = store.attempts(run.run_id)
+    record.details["retried_transfer_s"] = round(retried_s, 3)
     outcome = record.status if not record.reason else f"{record.status} - {record.reason}"
     progress.finished(run.run_id, outcome, time.monotonic() - t)
     return record

@@ -32,6 +32,7 @@ DESCRIPTIONS = {
     "bytes_wifi": "bytes that left the sender's WiFi interface during the run",
     "status": "ok, failed (did not complete) or invalid (completed, failed validation)",
     "reason": "why a run failed or is invalid",
+    "lag_retries": "earlier attempts of this run set aside because the emulator lagged (kept in the campaign's attempts/)",
     "time": "sample time, Unix seconds (UTC)",
     "host": "host the sample was taken on",
     "interface": "network interface name",

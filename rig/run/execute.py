@@ -211,6 +211,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "start_late_ms": {s: round((r["started_at"] - t0) * 1000, 3) for s, r in results.items() if r.get("started_at")},
         "transfer_s": round(max(ends) - t0, 3) if ends else None,
         "lag": lags,
+        "lagged": verdict.lagged,
         "subflow_ccs": ccs_by_host(subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]

@@ -18,6 +18,7 @@ class Verdict:
     status: str
     reason: str | None
     pairs: list[dict]
+    lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
 def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, limits: Limits) -> tuple[str, str | None]:
@@ -75,7 +76,10 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
     statuses = [p["status"] for p in judged]
     status = "failed" if "failed" in statuses else "invalid" if "invalid" in statuses else "ok"
     reason = run_reason or next((f"{p['sender']}: {p['reason']}" for p in judged if p["reason"]), None)
-    return Verdict(status, reason, judged)
+    # Only lag: no pair failed or was invalid on its own account, and nothing else run-wide.
+    lagged = bool(run_reason and run_reason.startswith("emulator lagged")) and status == "invalid" and all(
+        p["reason"] == run_reason for p in judged)
+    return Verdict(status, reason, judged, lagged)
 
 
 def _busy_note(lag: dict) -> str:
