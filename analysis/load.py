@@ -40,7 +40,7 @@ def load_metadata(path: Path) -> dict:
 
 
 def run_outcomes(path: Path) -> list[dict]:
-    """One dict per recorded run from its status.json: run_id, status, reason, plus its params."""
+    """One dict per recorded run from its status.json: run_id, status, reason, lag_retries, plus its params."""
     out = []
     for status_file in sorted(Path(path).glob("runs/*/status.json")):
         run_dir = status_file.parent
@@ -48,5 +48,6 @@ def run_outcomes(path: Path) -> list[dict]:
         params_file = run_dir / "params.json"
         params = json.loads(params_file.read_text()) if params_file.is_file() else {}
         out.append({**params, "run_id": run_dir.name, "status": status.get("status"),
-                    "reason": status.get("reason"), "started_at": status.get("started_at")})
+                    "reason": status.get("reason"), "started_at": status.get("started_at"),
+                    "lag_retries": status.get("lag_retries") or 0})
     return out

@@ -123,10 +123,12 @@ def test_invalid_runs_are_plotted_only_on_request_and_marked(tmp_path):
     pq.write_table(runs, campaign.path / "runs.parquet")
     for status_file in campaign.path.glob("runs/*/status.json"):
         status = json.loads(status_file.read_text())
-        status_file.write_text(json.dumps({**status, "status": "invalid", "reason": "emulator lagged"}))
+        status_file.write_text(json.dumps({**status, "status": "invalid", "reason": "emulator lagged", "lag_retries": 2}))
     assert subprocess.run([RIG, "report", str(campaign.path)], timeout=120).returncode == 0
     html = (campaign.path / "report/index.html").read_text()
     assert "<img" not in html and "--include-invalid" in html
+    runs_recorded = len(list(campaign.path.glob("runs/*/status.json")))
+    assert f"{2 * runs_recorded} attempts were run again because the emulator" in html
     assert subprocess.run([RIG, "report", "--include-invalid", str(campaign.path)], timeout=120).returncode == 0
     html = (campaign.path / "report/index.html").read_text()
     assert 'id="invalid-warning"' in html and 'src="share-connections.png"' in html

@@ -35,7 +35,8 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 <h1>Campaign {{ meta.campaign }} <small>({{ meta.campaign_id }})</small></h1>
 <p>{{ counts.recorded }} of {{ counts.planned }} planned runs recorded:
  {{ counts.ok }} ok, <span class="bad">{{ counts.failed }} failed, {{ counts.invalid }} invalid</span>.
- Report written {{ written_at }}.</p>
+{% if counts.lag_retries %} {{ counts.lag_retries }} attempts were run again because the emulator
+ lagged (kept in <code>attempts/</code>, not plotted).{% endif %} Report written {{ written_at }}.</p>
 <dl>
  <dt>rig</dt><dd>{{ meta.rig }} (version {{ meta.rig_version }}, commit {{ meta.git_commit }})</dd>
  <dt>host, kernel</dt><dd>{{ meta.host }}, {{ meta.kernel }}</dd>
@@ -126,7 +127,8 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
         meta=load_metadata(campaign_dir), figures=figures, summary=summary, summary_columns=columns,
         problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
-                "failed": status["failed"], "invalid": status["invalid"]})
+                "failed": status["failed"], "invalid": status["invalid"],
+                "lag_retries": sum(o["lag_retries"] for o in outcomes)})
     (tmp / "index.html").write_text(html)
     out = campaign_dir / "report"
     shutil.rmtree(out, ignore_errors=True)
