@@ -26,9 +26,14 @@ from rig import congestion
 pytestmark = [pytest.mark.emulated, pytest.mark.slow]
 
 SERVER = "10.91.100.1"
-SHARED_RATE = "20mbit"
+# Shared bottleneck: 50 Mbit/s with 0.1 % independent random loss. The ~217-packet queue holds both
+# flows' windows (~40 packets per TCP flow at this loss rate), so losses are the random ones, and each
+# subflow carries ~20 packets, enough for fast retransmit (docs/congestion-control.md, "Shared
+# bottleneck").
+SHARED_RATE = "50mbit"
+SHARED_LOSS_PPM = 1000
 PATH_RATES = ("20mbit", "10mbit")
-SECONDS = 30
+SECONDS = 20
 OMIT = 5  # slow start is not what the fairness goal is about
 DRAINING = ("state", "established", "state", "fin-wait-1", "state", "closing", "state", "last-ack", "state", "close-wait")
 
@@ -50,10 +55,11 @@ def registered():
     yield before
 
 
-@pytest.fixture
-def topo():
-    p = f"bcc{os.getpid() % 100000}"
-    ns = {k: f"{p}-{k}" for k in ("c", "r1", "r2", "s")}
+@contextmanager
+def topology(prefix: str):
+    """The namespaces above as {"c", "r1", "r2", "s"} -> name, iperf3 servers running; all removed
+    afterwards. A plain context manager so that measurement scripts can use it too."""
+    ns = {k: f"{prefix}-{k}" for k in ("c", "r1", "r2", "s")}
     procs: list[subprocess.Popen] = []
     try:
         for name in ns.values():
@@ -106,6 +112,12 @@ def topo():
             sh("ip", "netns", "del", name, check=False)
 
 
+@pytest.fixture
+def topo():
+    with topology(f"bcc{os.getpid() % 100000}") as ns:
+        yield ns
+
+
 def shape(ns, router: str, rate: str) -> None:
     # ~50 ms of queue at this rate: room for both flows' sawtooth
     nsx(ns[router], "tc", "qdisc", "replace", "dev", f"{router}s", "root", "tbf",
@@ -126,7 +138,7 @@ def iperf(ns, port: int, bind: str, cc: str, seconds: int, mptcp: bool) -> subpr
 
 
 def goodput(proc: subprocess.Popen) -> float:
-    out, err = proc.communicate(timeout=SECONDS + 30)
+    out, err = proc.communicate(timeout=120)
     result = json.loads(out or "{}")
     assert proc.returncode == 0 and "error" not in result, result.get("error") or err or out[-500:]
     return result["end"]["sum_received"]["bits_per_second"]
@@ -153,28 +165,33 @@ def dmesg_watch():
 
 
 OLIA_BELOW_GOAL = pytest.mark.xfail(
-    strict=False, reason="measured 0.52-0.77 here although the implementation follows the paper: with half a TCP "
-    "window per subflow (5-10 packets at 0.5 % loss) timeouts cost more, and OLIA evens the windows out at that small "
-    "end; at 50 Mbit/s and 0.1 % loss it measured 0.99-1.18 (docs/congestion-control.md)")
+    strict=False, reason="OLIA measured 0.62-1.18 in 17 runs here (median 0.82; 30 s runs 0.65-0.85) although it "
+    "follows the paper (a per-RTT model of its rules gives 1.00-1.02): it parks one subflow at 2-3 packets for "
+    "seconds, upstream MPTCP keeps data queued on that subflow and the connection stalls behind it "
+    "(docs/congestion-control.md, 'OLIA below the goal')")
 
 
-@pytest.mark.parametrize("cc", ["lia", pytest.param("olia", marks=OLIA_BELOW_GOAL), "balia", "reno"])
-@pytest.mark.parametrize("loss_ppm", [5000])
-def test_shared_bottleneck_fairness(registered, topo, cc, loss_ppm):
-    """One 2-subflow MPTCP connection and one TCP reno connection through one bottleneck."""
-    ns = topo
-    shape(ns, "r1", SHARED_RATE)
+def shared_bottleneck(ns, cc: str, rate: str, loss_ppm: int, seconds: int) -> tuple[float, float, list[list[dict]]]:
+    """One 2-subflow MPTCP connection (cc) and one TCP reno connection through one bottleneck:
+    (MPTCP goodput, TCP goodput, subflow samples)."""
+    shape(ns, "r1", rate)
     if loss_ppm:
         random_loss(ns, "r1", loss_ppm)
     nsx(ns["c"], "ip", "mptcp", "endpoint", "add", "10.91.1.3", "dev", "c1", "subflow")
+    mp = iperf(ns, 5201, "10.91.1.2", cc, seconds, mptcp=True)
+    tcp = iperf(ns, 5202, "10.91.1.4", "reno", seconds, mptcp=False)
+    samples = sample_subflows(ns, time.monotonic() + seconds - 2)
+    return goodput(mp), goodput(tcp), samples
+
+
+@pytest.mark.parametrize("cc", ["lia", pytest.param("olia", marks=OLIA_BELOW_GOAL), "balia", "reno"])
+def test_shared_bottleneck_fairness(registered, topo, cc):
+    """RFC 6356 goal 2: a coupled MPTCP connection takes about one TCP share of a shared bottleneck."""
     with dmesg_watch():
-        mp = iperf(ns, 5201, "10.91.1.2", cc, SECONDS, mptcp=True)
-        tcp = iperf(ns, 5202, "10.91.1.4", "reno", SECONDS, mptcp=False)
-        samples = sample_subflows(ns, time.monotonic() + SECONDS - 2)
-        mp_bps, tcp_bps = goodput(mp), goodput(tcp)
+        mp_bps, tcp_bps, samples = shared_bottleneck(topo, cc, SHARED_RATE, SHARED_LOSS_PPM, SECONDS)
     ratio = mp_bps / tcp_bps
-    print(f"\nshared {SHARED_RATE} loss {loss_ppm / 1e4:g}%: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, TCP {tcp_bps / 1e6:.2f} Mbit/s, "
-          f"ratio {ratio:.2f}")
+    print(f"\nshared {SHARED_RATE} loss {SHARED_LOSS_PPM / 1e4:g}%: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, "
+          f"TCP {tcp_bps / 1e6:.2f} Mbit/s, ratio {ratio:.2f}")
     print("subflow samples (cwnd, rtt_ms):", [[(s["cwnd"], s["rtt_ms"]) for s in row] for row in samples[::4]])
     print("runaway windows put back so far (kernel 6.18 problem):", congestion.repairs())
     # the connection used 2 subflows, both running the CC asked for
