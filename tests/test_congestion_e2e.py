@@ -15,6 +15,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import statistics
 import subprocess
 import time
 from contextlib import contextmanager
@@ -34,6 +35,7 @@ SHARED_RATE = "50mbit"
 SHARED_LOSS_PPM = 1000
 PATH_RATES = ("20mbit", "10mbit")
 SECONDS = 20
+FAIRNESS_RUNS = 3  # a coupled CC's share: the median of this many runs
 OMIT = 5  # slow start is not what the fairness goal is about
 DRAINING = ("state", "established", "state", "fin-wait-1", "state", "closing", "state", "last-ack", "state", "close-wait")
 
@@ -185,22 +187,29 @@ def shared_bottleneck(ns, cc: str, rate: str, loss_ppm: int, seconds: int) -> tu
 
 
 @pytest.mark.parametrize("cc", ["lia", pytest.param("olia", marks=OLIA_BELOW_GOAL), "balia", "reno"])
-def test_shared_bottleneck_fairness(registered, topo, cc):
-    """RFC 6356 goal 2: a coupled MPTCP connection takes about one TCP share of a shared bottleneck."""
-    with dmesg_watch():
-        mp_bps, tcp_bps, samples = shared_bottleneck(topo, cc, SHARED_RATE, SHARED_LOSS_PPM, SECONDS)
-    ratio = mp_bps / tcp_bps
-    print(f"\nshared {SHARED_RATE} loss {SHARED_LOSS_PPM / 1e4:g}%: {cc}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, "
-          f"TCP {tcp_bps / 1e6:.2f} Mbit/s, ratio {ratio:.2f}")
-    print("subflow samples (cwnd, rtt_ms):", [[(s["cwnd"], s["rtt_ms"]) for s in row] for row in samples[::4]])
+def test_shared_bottleneck_fairness(registered, cc):
+    """RFC 6356 goal 2: a coupled MPTCP connection takes about one TCP share of a shared bottleneck.
+
+    The goal is about the long-run share; one 20 s run scatters around it (lia 0.88-1.10, balia
+    0.79-1.21 over 9 runs), so a coupled CC is judged by the median of RUNS runs, each on a fresh
+    topology. Uncoupled reno (about 2) is far enough from the bound for one run."""
+    ratios = []
+    for i in range(1 if cc == "reno" else FAIRNESS_RUNS):
+        with topology(f"bcc{os.getpid() % 100000}") as ns, dmesg_watch():
+            mp_bps, tcp_bps, samples = shared_bottleneck(ns, cc, SHARED_RATE, SHARED_LOSS_PPM, SECONDS)
+        ratios.append(mp_bps / tcp_bps)
+        print(f"\nshared {SHARED_RATE} loss {SHARED_LOSS_PPM / 1e4:g}%: {cc} run {i + 1}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, "
+              f"TCP {tcp_bps / 1e6:.2f} Mbit/s, ratio {ratios[-1]:.2f}")
+        print("subflow samples (cwnd, rtt_ms):", [[(s["cwnd"], s["rtt_ms"]) for s in row] for row in samples[::4]])
+        # the connection used 2 subflows, both running the CC asked for
+        assert max(len(row) for row in samples) == 2
+        assert {s["cc"] for row in samples for s in row} == {cc}
     print("runaway windows put back so far (kernel 6.18 problem):", congestion.repairs())
-    # the connection used 2 subflows, both running the CC asked for
-    assert max(len(row) for row in samples) == 2
-    assert {s["cc"] for row in samples for s in row} == {cc}
+    ratio = statistics.median(ratios)
     if cc == "reno":
         assert ratio > 1.5, f"uncoupled reno should take about twice the TCP share, got {ratio:.2f}"
     else:
-        assert 0.7 <= ratio <= 1.4, f"{cc}: MPTCP/TCP ratio {ratio:.2f} outside [0.7, 1.4]"
+        assert 0.7 <= ratio <= 1.4, f"{cc}: median MPTCP/TCP ratio {ratio:.2f} outside [0.7, 1.4] (runs: {ratios})"
 
 
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia"])
