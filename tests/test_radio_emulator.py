@@ -253,6 +253,12 @@ def test_tcp_throughput_close_to_and_not_above_rate(emulator_built, netns, procs
         assert lag.samples >= 2000 and lag.max_ms >= lag.p99_ms >= lag.p50_ms >= 0
         # the emulator worked (it carried 20 Mbit/s) and says so: CPU share and busy stretches
         assert 0 < lag.cpu < 1.5 and lag.busy_max_ms > 0
+        # a run's lag up to its very end: on request the emulator writes the second so far
+        until = time.time()
+        radio.flush_lag()
+        radio.wait_lag(until)
+        last = json.loads(radio.lag_log.read_text().splitlines()[-1])
+        assert last["since"] < until <= last["t"] < until + 0.5 and last["n"] >= 1
 
 
 def test_loss_drops_the_configured_fraction(emulator_built, netns, tmp_path):

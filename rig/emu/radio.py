@@ -200,11 +200,16 @@ def _process_start_time(pid: int) -> int | None:
     return None if fields[0] in ("Z", "X") else int(fields[19])
 
 
-def _read_jsonl(path: Path) -> list[dict]:
+def _read_jsonl(path: Path, tail_bytes: int | None = None) -> list[dict]:
+    """The rows of a JSON-lines log; with tail_bytes only those in its last that many bytes."""
     if not path.exists():
         return []
+    with open(path, "rb") as f:
+        if tail_bytes is not None:
+            f.seek(max(0, f.seek(0, os.SEEK_END) - tail_bytes))
+        text = f.read().decode(errors="replace")
     rows = []
-    for line in path.read_text().splitlines():
+    for line in text.splitlines():
         try:
             rows.append(json.loads(line))
         except json.JSONDecodeError:
@@ -213,8 +218,9 @@ def _read_jsonl(path: Path) -> list[dict]:
 
 
 def _in_window(row: dict, since: float, until: float) -> bool:
-    """A row covers the second ending at row["t"]; keep it if that overlaps [since, until]."""
-    return row["t"] > since and row["t"] - 1.0 < until
+    """A row covers [row["since"], row["t"]] (lag rows; a second if absent, as stats rows and
+    older logs); keep it if that overlaps [since, until]."""
+    return row["t"] > since and row.get("since", row["t"] - 1.0) < until
 
 
 class RadioProcess:
@@ -368,6 +374,22 @@ class RadioProcess:
             busy_max_ms=max(r.get("busy_max_ms", math.nan) for r in rows),
             cpu=statistics.fmean(r.get("cpu", math.nan) for r in rows),
         )
+
+    def flush_lag(self) -> None:
+        """Ask the emulator to write the lag of the second in progress now (SIGUSR1); then
+        wait_lag(until) returns once it is in the log. A run that just ended has its lag
+        measured to its end without waiting up to a second."""
+        if self.pid is not None and self.alive():
+            self._signal(signal.SIGUSR1)
+
+    def wait_lag(self, until: float, timeout_s: float = 1.5) -> None:
+        """Wait until the lag log covers `until` (a line written at or after it), or time out."""
+        deadline = time.monotonic() + timeout_s
+        while time.monotonic() < deadline and self.alive():
+            rows = _read_jsonl(self.lag_log, tail_bytes=4096)
+            if rows and rows[-1]["t"] >= until - 0.001:  # the log's times are rounded to the us
+                return
+            time.sleep(0.005)
 
     def station_stats(self, since: float, until: float) -> list[dict]:
         """Per-station per-second rows (keys: t, station, up_*/down_* frames, bytes,

@@ -165,12 +165,16 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     ctx.schedule_s = marks[-1][1] - marks[-2][1]
     results = ctx.agents.each(senders, lambda a: a.request("wait", key=IPERF_KEY, timeout=ctx.limits.run_timeout_s))
     t_end = time.time()
+    for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
+        radio.flush_lag()
     marks.append(("transfer", time.monotonic()))
     sampled = ctx.agents.each(topo.nodes, lambda a: a.request("unsample"))
     samples = {h: r["samples"] for h, r in sampled.items()}
     subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
+    for radio in ctx.radios.values():
+        radio.wait_lag(t_end)
     lags = {n: _finite(r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
 

@@ -33,11 +33,20 @@ namespace
 {
 
 volatile std::sig_atomic_t g_stop = 0;
+volatile std::sig_atomic_t g_flushLag = 0;
 
 void
 OnSignal(int)
 {
     g_stop = 1;
+}
+
+// SIGUSR1: write the lag of the second in progress now (a run that just ended wants its lag
+// without waiting for the second to end).
+void
+OnFlushLag(int)
+{
+    g_flushLag = 1;
 }
 
 std::unique_ptr<rigemu::RadioNetwork>
@@ -113,6 +122,7 @@ main(int argc, char** argv)
     }
     std::signal(SIGTERM, OnSignal);
     std::signal(SIGINT, OnSignal);
+    std::signal(SIGUSR1, OnFlushLag);
     std::signal(SIGPIPE, SIG_IGN);
     try
     {
@@ -129,7 +139,12 @@ main(int argc, char** argv)
                                 config.Str("stats_log"),
                                 ns3::Seconds(config.Num("lag_interval_s", 0.001)),
                                 *network,
-                                []() { return g_stop != 0; });
+                                []() { return g_stop != 0; },
+                                []() {
+                                    bool requested = g_flushLag != 0;
+                                    g_flushLag = 0;
+                                    return requested;
+                                });
         monitor.Start();
         // Announce once the network can carry traffic (WiFi associated, LTE attached).
         double readyTimeout = config.Num("ready_timeout_s", 10.0);

@@ -61,12 +61,14 @@ Monitor::Monitor(const std::string& lagLog,
                  const std::string& statsLog,
                  ns3::Time interval,
                  RadioNetwork& network,
-                 std::function<bool()> stopRequested)
+                 std::function<bool()> stopRequested,
+                 std::function<bool()> flushRequested)
     : m_lag(OpenLog(lagLog)),
       m_stats(OpenLog(statsLog)),
       m_interval(interval),
       m_network(network),
-      m_stopRequested(std::move(stopRequested))
+      m_stopRequested(std::move(stopRequested)),
+      m_flushRequested(std::move(flushRequested))
 {
 }
 
@@ -86,6 +88,7 @@ Monitor::Start()
                    std::chrono::nanoseconds(ns3::Simulator::Now().GetNanoSeconds());
         m_nextSecond = ns3::Seconds(1);
         CpuShare(); // the first second's share counts from here
+        m_windowStart = UnixNow();
         Sample();
     });
 }
@@ -97,10 +100,18 @@ Monitor::Sample()
     double lateMs = (std::chrono::duration<double, std::milli>(wall).count() -
                      ns3::Simulator::Now().GetSeconds() * 1e3);
     m_latenessMs.push_back(std::max(0.0, lateMs));
+    bool flush = m_flushRequested();
     if (ns3::Simulator::Now() >= m_nextSecond)
     {
-        WriteSecond();
+        double t = UnixNow();
+        WriteLag();
+        m_network.WriteStats(m_stats, t);
+        std::fflush(m_stats);
         m_nextSecond += ns3::Seconds(1);
+    }
+    else if (flush)
+    {
+        WriteLag();
     }
     if (m_stopRequested())
     {
@@ -111,7 +122,7 @@ Monitor::Sample()
 }
 
 void
-Monitor::WriteSecond()
+Monitor::WriteLag()
 {
     double t = UnixNow();
     std::vector<double> sorted(m_latenessMs);
@@ -120,8 +131,9 @@ Monitor::WriteSecond()
     if (!sorted.empty())
     {
         std::fprintf(m_lag,
-                     "{\"t\": %.3f, \"n\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, \"max_ms\": %.3f, "
-                     "\"busy_max_ms\": %.3f, \"cpu\": %.3f}\n",
+                     "{\"since\": %.6f, \"t\": %.6f, \"n\": %zu, \"p50_ms\": %.3f, \"p99_ms\": %.3f, "
+                     "\"max_ms\": %.3f, \"busy_max_ms\": %.3f, \"cpu\": %.3f}\n",
+                     m_windowStart,
                      t,
                      sorted.size(),
                      Percentile(sorted, 0.5),
@@ -131,8 +143,7 @@ Monitor::WriteSecond()
                      CpuShare());
         std::fflush(m_lag);
     }
-    m_network.WriteStats(m_stats, t);
-    std::fflush(m_stats);
+    m_windowStart = t;
 }
 
 } // namespace rigemu

@@ -18,20 +18,22 @@ class Monitor
 {
   public:
     // Samples lateness every `interval` of simulated time; once per simulated second appends a
-    // line to the lag log and the network's counters to the stats log. `stopRequested` is polled
-    // at every sample, so a signal stops the simulator within one interval.
+    // line to the lag log and the network's counters to the stats log. `stopRequested` and
+    // `flushRequested` are polled at every sample: a signal stops the simulator, or writes the
+    // lag of the second so far (a shorter window; the stats stay per second), within one interval.
     Monitor(const std::string& lagLog,
             const std::string& statsLog,
             ns3::Time interval,
             RadioNetwork& network,
-            std::function<bool()> stopRequested);
+            std::function<bool()> stopRequested,
+            std::function<bool()> flushRequested);
     ~Monitor();
 
     void Start();
 
   private:
     void Sample();
-    void WriteSecond();
+    void WriteLag();
     double CpuShare();
 
     std::FILE* m_lag;
@@ -39,6 +41,8 @@ class Monitor
     ns3::Time m_interval;
     RadioNetwork& m_network;
     std::function<bool()> m_stopRequested;
+    std::function<bool()> m_flushRequested;
+    double m_windowStart = 0; // unix time the lag samples not yet written began
     std::chrono::steady_clock::time_point m_origin;
     std::vector<double> m_latenessMs;
     ns3::Time m_nextSecond;
