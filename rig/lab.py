@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import json
 import subprocess
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from ipaddress import IPv4Address
 from pathlib import Path
 
@@ -63,7 +63,7 @@ def _pair_index(lab: Lab, host: str) -> int:
 def _lte(lab: Lab, host: str, ifname: str) -> RadioInterface:
     gw = lab.var(host, "lte_gateway", None)
     iface = station(host, ifname, "lte", "cell", address=IPv4Address(str(lab.var(host, "lte_ip"))), gateway=False)
-    return iface if gw is None else RadioInterface(**{**iface.__dict__, "gateway": IPv4Address(str(gw))})
+    return iface if gw is None else replace(iface, gateway=IPv4Address(str(gw)))
 
 
 def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:

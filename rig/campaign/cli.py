@@ -7,7 +7,6 @@ from pathlib import Path
 import click
 
 
-
 def _fmt_duration(seconds: float) -> str:
     m, s = divmod(int(seconds), 60)
     h, m = divmod(m, 60)

@@ -112,11 +112,11 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     ctx = backend.block(settings, campaign.limits)
                     block_key = run.radio_key
                 assert ctx is not None
-                record = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
+                record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
                 store.write_run(record)
                 store.write_runs_table()
                 counts[record.status] += 1
-                transfer += (record.details.get("transfer_s") or 0.0) + record.details["retried_transfer_s"]
+                transfer += (record.details.get("transfer_s") or 0.0) + retried_s
                 retried += record.details["lag_retries"]
                 if record.details.get("start_spread_ms") is not None:
                     spreads.append(record.details["start_spread_ms"])
@@ -132,7 +132,8 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
 
 
 def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int):
-    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times)."""
+    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times):
+    the record to keep, and the transfer seconds of the attempts set aside."""
     progress.starting(run.run_id)
     t = time.monotonic()
     record, retried_s = execute_run(ctx, run), 0.0
@@ -142,7 +143,6 @@ def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore
         progress.note(f"{run.run_id}: {record.reason}; running it again (attempt kept as {kept.parent.name}/{kept.name})")
         record = execute_run(ctx, run)
     record.details["lag_retries"] = store.attempts(run.run_id)
-    record.details["retried_transfer_s"] = round(retried_s, 3)
     outcome = record.status if not record.reason else f"{record.status} - {record.reason}"
     progress.finished(run.run_id, outcome, time.monotonic() - t)
-    return record
+    return record, retried_s

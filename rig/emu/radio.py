@@ -106,7 +106,8 @@ class LagStats:
     max_ms: float
     # Why it lagged: the longest stretch the emulator ran events back to back without going idle
     # (long: the model could not keep up; short yet late: the host did not schedule it), and the
-    # cores it used (mean over the seconds; includes the kernel's work on the frames it writes).
+    # cores it used (mean over the run's windows, weighted by their samples; includes the kernel's
+    # work on the frames it writes).
     busy_max_ms: float = math.nan
     cpu: float = math.nan
 
@@ -372,7 +373,7 @@ class RadioProcess:
             p99_ms=max(r["p99_ms"] for r in rows),
             max_ms=max(r["max_ms"] for r in rows),
             busy_max_ms=max(r.get("busy_max_ms", math.nan) for r in rows),
-            cpu=statistics.fmean(r.get("cpu", math.nan) for r in rows),
+            cpu=sum(r.get("cpu", math.nan) * r["n"] for r in rows) / sum(r["n"] for r in rows),
         )
 
     def flush_lag(self) -> None:

@@ -44,7 +44,7 @@ DESCRIPTIONS = {
     "p99_ms": "99th percentile lag behind wall clock, ms",
     "max_ms": "maximum lag behind wall clock, ms",
     "busy_max_ms": "longest stretch the emulator ran events back to back without going idle, ms",
-    "cpu": "cores the emulator process used (mean over the run's seconds)",
+    "cpu": "cores the emulator process used (mean over the run)",
     "samples": "number of lag samples in the interval",
     "local": "local address:port of the subflow",
     "remote": "remote address:port of the subflow",

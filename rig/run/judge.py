@@ -60,12 +60,14 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.
     run_reason = None
+    lag_is_the_reason = False
     dead = [n for n, alive in radios_alive.items() if not alive]
     if dead:
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     else:
         lagging = [(n, s) for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
         if lagging:
+            lag_is_the_reason = True
             n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
             run_reason = f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
     if not run_reason and subflow_problem:
@@ -77,8 +79,7 @@ def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_af
     status = "failed" if "failed" in statuses else "invalid" if "invalid" in statuses else "ok"
     reason = run_reason or next((f"{p['sender']}: {p['reason']}" for p in judged if p["reason"]), None)
     # Only lag: no pair failed or was invalid on its own account, and nothing else run-wide.
-    lagged = bool(run_reason and run_reason.startswith("emulator lagged")) and status == "invalid" and all(
-        p["reason"] == run_reason for p in judged)
+    lagged = lag_is_the_reason and status == "invalid" and all(p["reason"] == run_reason for p in judged)
     return Verdict(status, reason, judged, lagged)
 
 

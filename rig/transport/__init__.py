@@ -18,4 +18,3 @@ class Transport(Protocol):
 
     def agent_argv(self, host: str) -> list[str]:
         """The local command line that starts the node agent on `host`."""
-

@@ -100,18 +100,18 @@ Monitor::Sample()
     double lateMs = (std::chrono::duration<double, std::milli>(wall).count() -
                      ns3::Simulator::Now().GetSeconds() * 1e3);
     m_latenessMs.push_back(std::max(0.0, lateMs));
-    bool flush = m_flushRequested();
-    if (ns3::Simulator::Now() >= m_nextSecond)
+    bool flush = m_flushRequested(); // polled every sample: it also clears the request
+    bool secondOver = ns3::Simulator::Now() >= m_nextSecond;
+    if (secondOver || flush)
     {
         double t = UnixNow();
-        WriteLag();
-        m_network.WriteStats(m_stats, t);
-        std::fflush(m_stats);
-        m_nextSecond += ns3::Seconds(1);
-    }
-    else if (flush)
-    {
-        WriteLag();
+        WriteLag(t);
+        if (secondOver) // the stats stay per second
+        {
+            m_network.WriteStats(m_stats, t);
+            std::fflush(m_stats);
+            m_nextSecond += ns3::Seconds(1);
+        }
     }
     if (m_stopRequested())
     {
@@ -122,9 +122,8 @@ Monitor::Sample()
 }
 
 void
-Monitor::WriteLag()
+Monitor::WriteLag(double t)
 {
-    double t = UnixNow();
     std::vector<double> sorted(m_latenessMs);
     m_latenessMs.clear();
     std::sort(sorted.begin(), sorted.end());

@@ -33,7 +33,7 @@ class Monitor
 
   private:
     void Sample();
-    void WriteLag();
+    void WriteLag(double unixTime); // the lag samples since the last line, as one line ending now
     double CpuShare();
 
     std::FILE* m_lag;
