@@ -12,10 +12,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import shutil
 import subprocess
 import time
 from collections.abc import Iterable
+from dataclasses import dataclass
 from pathlib import Path
 
 import click
@@ -69,26 +69,85 @@ def _check_name(name: str) -> None:
         raise RigError(f"{name!r} is not one of the coupled congestion controls {', '.join(COUPLED)}")
 
 
-def explain(name: str) -> str | None:
-    """Why `name` cannot run on this host (for `rig doctor`), None if it can."""
-    if name in available():
+# What decides whether a CC can run on a kernel, gathered by one shell script so that the same
+# facts come from this host and from a lab node (through its agent's `sh`, rig/lab.py).
+FACTS_SCRIPT = r"""
+echo "available $(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)"
+[ -e /proc/sys/net/mptcp/enabled ] && echo mptcp
+if [ -e /proc/sys/net/mptcp/mptcp_enabled ]; then
+  echo out_of_tree
+  for m in mptcp_coupled mptcp_olia mptcp_balia; do modinfo -n $m >/dev/null 2>&1 && echo "module $m"; done
+fi
+[ -e /sys/kernel/btf/vmlinux ] && echo btf
+grep -qa bpf_struct_ops_tcp_congestion_ops /sys/kernel/btf/vmlinux 2>/dev/null && echo struct_ops
+for t in bpftool clang make; do command -v $t >/dev/null || echo "missing $t"; done
+true
+"""
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    available: frozenset[str]
+    mptcp: bool = False  # upstream MPTCP (net.mptcp.enabled)
+    out_of_tree: bool = False  # the multipath-tcp.org kernel (net.mptcp.mptcp_enabled)
+    btf: bool = False
+    struct_ops: bool = False  # BPF struct_ops tcp_congestion_ops
+    modules: frozenset[str] = frozenset()  # out-of-tree CC modules the kernel has (loaded or not)
+    missing_tools: tuple[str, ...] = ()
+
+
+def parse_facts(text: str) -> KernelFacts:
+    """The output of FACTS_SCRIPT."""
+    values: dict[str, list[str]] = {}
+    for line in text.splitlines():
+        key, *words = line.split() or [""]
+        values.setdefault(key, []).extend(words)
+    return KernelFacts(frozenset(values.get("available", [])), "mptcp" in values, "out_of_tree" in values,
+                       "btf" in values, "struct_ops" in values, frozenset(values.get("module", [])),
+                       tuple(values.get("missing", [])))
+
+
+def local_facts() -> KernelFacts:
+    p = _run(["sh", "-c", FACTS_SCRIPT], timeout=30)
+    return parse_facts(p.stdout)
+
+
+def why_not(name: str, facts: KernelFacts, fix: str) -> str | None:
+    """Why `name` cannot run on a kernel with these facts, None if it can; `fix` is how the
+    coupled CCs get registered there (rig cc register here, the node role on a board)."""
+    if name in facts.available:
         return None
     if name not in COUPLED:
         return f"{name} is not in tcp_available_congestion_control and the rig does not provide it"
-    if out_of_tree_mptcp():
-        return f"out-of-tree MPTCP kernel without module {OUT_OF_TREE_MODULES[name]} loaded (modprobe it)"
-    if not Path("/proc/sys/net/mptcp/enabled").exists():
+    if facts.out_of_tree:
+        module = OUT_OF_TREE_MODULES[name]
+        if module in facts.modules:
+            return f"module {module} not loaded ({fix})"
+        return f"out-of-tree MPTCP kernel without module {module}"
+    if not facts.mptcp:
         return "kernel has no MPTCP (CONFIG_MPTCP)"
-    if not BTF.exists():
+    if not facts.btf:
         return f"kernel has no BTF ({BTF}); BPF congestion controls need CONFIG_DEBUG_INFO_BTF"
-    missing = [tool for tool in ("bpftool", "clang", "make") if shutil.which(tool) is None]
-    if missing:
-        return f"missing {', '.join(missing)} to build/register the BPF congestion control"
+    if not facts.struct_ops:
+        return "kernel has no BPF struct_ops tcp_congestion_ops (needs >= 5.6 with CONFIG_BPF_JIT)"
+    if facts.missing_tools:
+        return f"not registered, and {', '.join(facts.missing_tools)} missing to build it ({fix})"
+    return f"not registered ({fix})"
+
+
+_LOCAL_FIX = "rig cc register, or ensure_registered()"
+
+
+def explain(name: str) -> str | None:
+    """Why `name` cannot run on this host (for `rig doctor`), None if it can."""
+    why = why_not(name, local_facts(), _LOCAL_FIX)
+    if why != f"not registered ({_LOCAL_FIX})":
+        return why
     if not (BPF_DIR / f"{name}.bpf.c").exists():
         return f"BPF sources not found in {BPF_DIR}"
     if os.geteuid() != 0:
         return "not registered, and registering needs root"
-    return "not registered yet (rig cc register, or ensure_registered())"
+    return why
 
 
 def build() -> Path:
@@ -144,7 +203,7 @@ def ensure_registered(names: Iterable[str]) -> None:
         return
     for name in missing:
         why = explain(name)
-        if why and not why.startswith("not registered yet"):
+        if why and why != f"not registered ({_LOCAL_FIX})":
             raise RigError(f"cannot register {name}: {why}")
     build_dir = build()
     for name in missing:

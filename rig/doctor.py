@@ -110,9 +110,48 @@ def run_checks() -> list[Check]:
     return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(), *check_optional()]
 
 
+# The CCs campaigns use; a node's report lists these, and whatever else its kernel has.
+CAMPAIGN_CCS = ("cubic", "reno", "lia", "olia", "balia")
+
+
+def node_cc_report(inventory: Path) -> list[tuple[str, dict[str, str | None]]]:
+    """Per node of the inventory: each CC and why it cannot run there (None: it can)."""
+    from rig import congestion
+    from rig.lab import CONTROL_DIR, NODE_CC_FIX, load_lab, node_cc_facts
+
+    lab = load_lab(inventory)
+    hosts = lab.senders + lab.receivers
+    facts = node_cc_facts(lab, hosts, CONTROL_DIR)
+    report = []
+    for host in hosts:
+        names = list(CAMPAIGN_CCS) + sorted(facts[host].available - set(CAMPAIGN_CCS))
+        report.append((host, {cc: congestion.why_not(cc, facts[host], NODE_CC_FIX) for cc in names}))
+    return report
+
+
+def _doctor_nodes(inventory: Path) -> None:
+    report = node_cc_report(inventory)
+    for host, ccs in report:
+        click.echo(f"{host}: can run {' '.join(cc for cc, why in ccs.items() if why is None) or 'nothing'}")
+        for cc, why in ccs.items():
+            if why is not None:
+                click.echo(f"{host}: cannot run {cc}: {why}")
+    lacking = [host for host, ccs in report if any(ccs[cc] for cc in CAMPAIGN_CCS)]
+    if lacking:
+        click.echo(f"not ready for every campaign CC: {', '.join(lacking)}")
+        raise SystemExit(1)
+    click.echo(f"every node can run {' '.join(CAMPAIGN_CCS)}")
+
+
 @click.command()
-def doctor() -> None:
-    """Report what this host can do for the rig, and the fix for anything missing."""
+@click.option("--rig", "inventory", type=click.Path(path_type=Path), default=None,
+              help="Check the nodes of this inventory (the physical lab) over SSH instead of this host: "
+                   "which congestion controls each can run, and why not.")
+def doctor(inventory: Path | None) -> None:
+    """Report what this host (or each node of --rig) can do for the rig, and the fix for anything missing."""
+    if inventory is not None:
+        _doctor_nodes(inventory)
+        return
     checks = run_checks()
     for c in checks:
         mark = "ok " if c.ok else ("MISSING" if c.required else "no ")

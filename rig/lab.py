@@ -16,8 +16,10 @@ from dataclasses import dataclass, replace
 from ipaddress import IPv4Address
 from pathlib import Path
 
+from rig import congestion
 from rig.emu.topology import B_SIDE, Pair, RadioInterface, Topology, station
 from rig.errors import InputError
+from rig.run.agents import AgentPool
 from rig.transport.ssh import DEFAULT_AGENT, SshTransport
 
 
@@ -102,3 +104,15 @@ def lab_transport(lab: Lab, hosts: list[str], control_dir: Path) -> SshTransport
         agent_path=str(lab.var(first, "node_agent_path", DEFAULT_AGENT)),
         python=str(lab.var(first, "ansible_python_interpreter", "python3")),
     )
+
+
+CONTROL_DIR = Path("/run/rig/lab")  # the SSH control sockets of the lab's nodes
+# How the coupled CCs get onto a board (the node role, docs/provisioning.md).
+NODE_CC_FIX = "run ansible-playbook ansible/nodes.yml"
+
+
+def node_cc_facts(lab: Lab, hosts: list[str], control_dir: Path) -> dict[str, congestion.KernelFacts]:
+    """What each node's kernel can run, asked through its agent (rig doctor --rig, LabBackend.check)."""
+    control_dir.mkdir(parents=True, exist_ok=True)
+    with AgentPool(lab_transport(lab, hosts, control_dir), hosts) as agents:
+        return agents.each(hosts, lambda a: congestion.parse_facts(a.sh(congestion.FACTS_SCRIPT)["out"]))

@@ -111,7 +111,8 @@ def test_inventory_has_the_lab_groups(tmp_path):
 def test_node_role_check_mode_touches_nothing(tmp_path):
     """site.yml in check mode for one node (as an emulated node, connection local): the role runs
     through, reports what it would change, and this host's /etc is as before."""
-    watched = [Path("/etc/rig"), Path("/usr/local/sbin/rig-if-up"), Path("/etc/sysctl.d/90-rig-mptcp.conf")]
+    watched = [Path("/etc/rig"), Path("/usr/local/sbin/rig-if-up"), Path("/etc/sysctl.d/90-rig-mptcp.conf"),
+               Path("/opt/rig/bpf"), Path("/usr/local/sbin/rig-cc-register"), Path("/etc/systemd/system/rig-cc.service")]
     before = {p: p.exists() for p in watched}
     run = subprocess.run(
         [BIN / "ansible-playbook", "site.yml", "--check", "-c", "local", "-l", "s1",

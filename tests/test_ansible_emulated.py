@@ -86,7 +86,13 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
         assert (mode, sha) == ("755", agent_sha)
         assert "net.ipv4.tcp_no_metrics_save = 1" in on_node(ae_prefix, host, "cat /etc/sysctl.d/90-rig-mptcp.conf")
         assert on_node(ae_prefix, host, "ls /etc/rig/interfaces; test -x /usr/local/sbin/rig-if-up").split() == ["lte0.env", "wlan0.env"]
-    assert not Path(AGENT).exists() and not Path("/etc/rig").exists()
+        # The coupled CCs' sources, script and boot unit are installed; nothing is built or
+        # registered from a node that shares the host's kernel (tasks/congestion.yml).
+        installed = on_node(ae_prefix, host, "ls /opt/rig/bpf; test -x /usr/local/sbin/rig-cc-register && "
+                                             "test -f /etc/systemd/system/rig-cc.service && echo unit; ls /var/cache/rig 2>&1 || true")
+        assert {"Makefile", "lia.bpf.c", "coupled.bpf.h", "unit"} <= set(installed.split()) and "build" not in installed.split()
+        assert "No such file" in installed, installed  # no build directory
+    assert not Path(AGENT).exists() and not Path("/etc/rig").exists() and not Path("/opt/rig/bpf").exists()
 
     # The same nodes, still up, through the SSH transport with the role-installed agent (which
     # exists only in the nodes' layers, so a run that works used it).

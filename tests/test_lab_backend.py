@@ -11,6 +11,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from conftest import REPO
+from rig import congestion
 from rig.emu.inventory import emulated_inventory
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.transport.netns import AGENT
@@ -64,3 +65,25 @@ def test_several_setups_need_a_reconfigure_command(lab, tmp_path):
     assert p.returncode == 0, p.stderr
     rows = pq.read_table(next(out.glob("lab2-*")) / "runs.parquet").to_pylist()
     assert {r["setup"] for r in rows} == {"II", "III"} and all(r["status"] == "ok" for r in rows), rows
+
+
+def test_doctor_lists_each_nodes_ccs_and_a_campaign_they_cannot_run_is_refused(lab, tmp_path):
+    """The nodes' kernel is this host's here, so they can run what this host can."""
+    rig, inv = lab
+    p = _run_in_mgmt(rig, "doctor", "--rig", str(inv))
+    here = congestion.available()
+    coupled_ok = set(congestion.COUPLED) <= here
+    assert p.returncode == (0 if coupled_ok else 1), p.stdout + p.stderr
+    for host in ("s1", "r1"):
+        can = next(line for line in p.stdout.splitlines() if line.startswith(f"{host}: can run ")).split()[3:]
+        assert set(can) == here and can[:2] == ["cubic", "reno"], p.stdout
+        for cc in set(congestion.COUPLED) - here:
+            assert f"{host}: cannot run {cc}: not registered (run ansible-playbook ansible/nodes.yml)" in p.stdout
+
+    f = tmp_path / "c.yaml"
+    f.write_text("name: lab3\nsetups: [II]\npairs: 1\nfactors: {volume: [4MB], cc: [cubic, nosuchcc]}\n")
+    out = tmp_path / "out"
+    p = _run_in_mgmt(rig, "campaign", "run", str(f), "--rig", str(inv), "--out", str(out))
+    assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
+    assert f"{f}: factors.cc[1]" in p.stderr and "'nosuchcc' cannot run on s1" in p.stderr, p.stderr
+    assert "does not provide it" in p.stderr and not out.exists()

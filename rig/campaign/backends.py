@@ -12,6 +12,7 @@ import shlex
 import subprocess
 from pathlib import Path
 
+from rig import congestion
 from rig.campaign.model import Campaign, Limits
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.emu.topology import Topology
@@ -51,6 +52,19 @@ def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
         raise RigError(f"emulated rig '{rig.prefix}' has {st['settings']['pairs']} pairs, the campaign needs {pairs}")
 
 
+def check_host_ccs(campaign: Campaign, source: str) -> None:
+    """Every congestion control the campaign names must run on this host, whose kernel the emulated
+    nodes share: coupled ones are registered here."""
+    wanted = campaign.factors.cc
+    coupled = [c for c in wanted if c in congestion.COUPLED]
+    if coupled:
+        congestion.ensure_registered(coupled)
+    available = congestion.available()
+    for i, cc in enumerate(wanted):
+        if cc not in available:
+            raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {congestion.explain(cc)}")
+
+
 class EmulatedBackend:
     """transport: `netns` (ip netns exec) or `ssh` (over the rig's management network).
     use_running: the rig already up under `prefix` (e.g. provisioned with ansible/nodes.yml),
@@ -67,6 +81,7 @@ class EmulatedBackend:
     def check(self, campaign: Campaign, source: str) -> None:
         if self.use_running:
             require_running(self.rig, self.transport == "ssh", campaign.pairs)
+        check_host_ccs(campaign, source)
 
     def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
         if self.agents is None:
@@ -88,25 +103,34 @@ class LabBackend:
     $RIG_RECONFIGURE runs, with {inventory}, {setup} and {wifi_standard} filled in, e.g.
     `ansible-playbook -i {inventory} ansible/setup.yml -e rig_setup={setup}`."""
 
-    def __init__(self, inventory: Path, state_dir: Path = Path("/run/rig/lab")):
-        from rig.lab import load_lab
+    def __init__(self, inventory: Path, state_dir: Path | None = None):
+        from rig.lab import CONTROL_DIR, load_lab
 
         self.inventory = Path(inventory)
         self.lab = load_lab(self.inventory)
         self.name = str(self.inventory)
-        self.state_dir = state_dir
+        self.state_dir = state_dir or CONTROL_DIR
         self.agents: AgentPool | None = None
         self.current: tuple | None = None
 
     def check(self, campaign: Campaign, source: str) -> None:
-        from rig.lab import lab_topology
+        from rig.lab import NODE_CC_FIX, lab_topology, node_cc_facts
 
         for setup in campaign.setups:
-            lab_topology(self.lab, setup, campaign.pairs)  # every needed host variable is there
+            topo = lab_topology(self.lab, setup, campaign.pairs)  # every needed host variable is there
         several = len(campaign.setups) > 1 or len(campaign.factors.wifi_standard) > 1
         if several and not os.environ.get(RECONFIGURE_ENV):
             raise InputError(source, "setups", f"the lab is wired for one setup and one WiFi standard at a time: "
                                                f"run one per campaign, or set ${RECONFIGURE_ENV} (docs/provisioning.md)")
+        # The senders' kernels run the CC (the receivers' does not matter for an upload), and the
+        # lab's CCs are the boards' own: registered by the node role, not by this controller.
+        senders = [p.sender for p in topo.pairs]
+        facts = node_cc_facts(self.lab, senders, self.state_dir)
+        for i, cc in enumerate(campaign.factors.cc):
+            for host in senders:
+                why = congestion.why_not(cc, facts[host], NODE_CC_FIX)
+                if why:
+                    raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on {host}: {why}")
 
     def _reconfigure(self, settings: RadioSettings) -> None:
         template = os.environ.get(RECONFIGURE_ENV)

@@ -12,7 +12,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from rig import congestion, provenance
+from rig import provenance
 from rig.campaign.model import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
 from rig.emu.rig import RadioSettings
@@ -37,18 +37,6 @@ class CampaignResult:
     transfer_s: float
     start_spreads_ms: list[float]
     lag_retries: int = 0  # attempts set aside because the emulator lagged, and run again
-
-
-def check_ccs(campaign: Campaign, source: str) -> None:
-    """Every congestion control the campaign names must be runnable here (coupled ones are registered)."""
-    wanted = campaign.factors.cc
-    coupled = [c for c in wanted if c in congestion.COUPLED]
-    if coupled:
-        congestion.ensure_registered(coupled)
-    available = congestion.available()
-    for i, cc in enumerate(wanted):
-        if cc not in available:
-            raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {congestion.explain(cc)}")
 
 
 def _sink():
@@ -78,7 +66,6 @@ def prepare(file: Path, out: Path, resume: bool, backend) -> tuple[Campaign, Pla
     campaign = load_campaign(file)
     plan = expand(campaign, str(file))
     backend.check(campaign, str(file))
-    check_ccs(campaign, str(file))
     store = CampaignStore.find_resumable(out, plan) if resume else None
     note = f"resuming {store.root}" if store else ""
     if store is None:
