@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO
+from conftest import REPO, run_rig
 from rig import congestion
 from test_ansible import ANSIBLE
 
@@ -117,3 +117,14 @@ def test_facts_script_reads_this_host():
     assert facts.available == congestion.available() and facts.mptcp and not facts.out_of_tree
     assert facts.btf == congestion.BTF.exists()
     assert congestion.why_not("cubic", facts, "FIX") is None
+
+
+def test_emulated_campaign_checks_this_hosts_ccs(tmp_path):
+    """On the emulated rig the nodes' kernel is this host's: the runner checks (and registers) here."""
+    f = tmp_path / "c.yaml"
+    f.write_text("name: x\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB], cc: [cubic, nosuchcc]}\n")
+    p = run_rig("campaign", "run", str(f), "--out", str(tmp_path / "out"), "--prefix", "hcnone")
+    assert p.returncode == 2 and p.stderr.strip().endswith(
+        f"{f}: factors.cc[1]: 'nosuchcc' cannot run on this host: nosuchcc is not in tcp_available_congestion_control "
+        "and the rig does not provide it"), p.stderr
+    assert not (tmp_path / "out").exists()
