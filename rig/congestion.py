@@ -76,13 +76,13 @@ echo "available $(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev
 [ -e /proc/sys/net/mptcp/enabled ] && echo mptcp
 if [ -e /proc/sys/net/mptcp/mptcp_enabled ]; then
   echo out_of_tree
-  for m in mptcp_coupled mptcp_olia mptcp_balia; do modinfo -n $m >/dev/null 2>&1 && echo "module $m"; done
+  for m in MODULES; do modinfo -n $m >/dev/null 2>&1 && echo "module $m"; done
 fi
 [ -e /sys/kernel/btf/vmlinux ] && echo btf
 grep -qa bpf_struct_ops_tcp_congestion_ops /sys/kernel/btf/vmlinux 2>/dev/null && echo struct_ops
 for t in bpftool clang make; do command -v $t >/dev/null || echo "missing $t"; done
 true
-"""
+""".replace("MODULES", " ".join(OUT_OF_TREE_MODULES.values()))
 
 
 @dataclass(frozen=True)
