@@ -28,6 +28,8 @@ extern __u32 tcp_reno_undo_cwnd(struct sock *sk) __ksym;
 
 #define TCP_CA_RECOVERY_STATE 3 /* enum tcp_ca_state: TCP_CA_Recovery */
 #define TCP_INFINITE_SSTHRESH 0x7fffffff
+#define SOL_TCP 6
+#define TCP_NOTSENT_LOWAT 25
 
 /* Windows this object found implausible and repaired (see coupled_in_ack_event). */
 __u64 repairs;
@@ -60,6 +62,7 @@ struct coupled_ca {
 	__u32 slot;      /* index in conns[conn_key].slots */
 	__u32 loss_una;  /* snd_una at the last loss */
 	__u32 ell1;      /* bytes acked between the last two losses */
+	__u32 lowat;     /* TCP_NOTSENT_LOWAT last set on this subflow, 0 = not yet */
 };
 
 static __always_inline struct tcp_sock *tcp_sk(const struct sock *sk)
@@ -188,6 +191,7 @@ void BPF_PROG(coupled_init, struct sock *sk)
 	ca->slot = 0;
 	ca->loss_una = tcp_sk(sk)->snd_una;
 	ca->ell1 = 0;
+	ca->lowat = 0;
 }
 
 SEC("struct_ops")
@@ -280,6 +284,31 @@ __u32 BPF_PROG(coupled_undo_cwnd, struct sock *sk)
 }
 
 /*
+ * Upstream MPTCP's scheduler hands the subflow it picks up to 64 kB at a time, whatever that
+ * subflow's window, and picks any subflow whose unsent bytes are under its TCP_NOTSENT_LOWAT
+ * (unset: no bound). A subflow the coupled increase holds at 2-3 packets (OLIA does that to
+ * paths outside its best set) so came to hold 100-350 kB for seconds, and the connection
+ * stalled at the data level behind it (docs/congestion-control.md, "OLIA and upstream's
+ * scheduler"). Each subflow's unsent data is therefore bounded to about one window, as the
+ * out-of-tree kernel's scheduler did by sending only into open windows. Set again when the
+ * window has moved by more than a quarter, not on every ACK.
+ */
+static __always_inline void bound_unsent(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	struct coupled_ca *ca = ca_of(sk);
+	__u32 cwnd = tp->snd_cwnd < CC_MAX_CWND ? tp->snd_cwnd : CC_MAX_CWND;
+	__u64 bytes = (__u64)cwnd * tp->mss_cache;
+	int lowat = bytes < (1U << 30) ? (int)bytes : 1 << 30;
+	__u32 old = ca->lowat;
+
+	if (!ca->conn_key || (old && lowat >= old - old / 4 && lowat <= old + old / 4))
+		return;
+	if (!bpf_setsockopt(sk, SOL_TCP, TCP_NOTSENT_LOWAT, &lowat, sizeof(lowat)))
+		ca->lowat = lowat;
+}
+
+/*
  * Kernel 6.18 workaround (docs/congestion-control.md, "Runaway windows"): an MPTCP subflow
  * running a BPF CC sometimes enters fast recovery with snd_ssthresh = 0x82205665, stale stack
  * contents, without this object's ssthresh having run; PRR then sets cwnd to
@@ -304,6 +333,7 @@ void BPF_PROG(coupled_in_ack_event, struct sock *sk, __u32 flags)
 	slot = own_slot(sk);
 	if (slot)
 		slot->cwnd = current_window(sk);
+	bound_unsent(sk);
 }
 
 #define COUPLED_OPS(var, ccname)                              \

@@ -1,5 +1,5 @@
 """Per-RTT stochastic model of the shared-bottleneck test (docs/congestion-control.md,
-"OLIA below the goal"): what the published rules give without a kernel in the way.
+"OLIA and upstream's scheduler"): what the published rules give without a kernel in the way.
 
 Two identical paths of one MPTCP connection and one TCP Reno flow share a bottleneck, so all
 see the same RTT; every packet is lost independently with probability p. Per RTT a window
