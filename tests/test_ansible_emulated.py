@@ -21,6 +21,7 @@ import yaml
 from conftest import REPO, run_rig
 from test_ansible import ANSIBLE, BIN, ansible_env
 from test_emulated_ssh import etc_fingerprint
+from rig import congestion
 from rig.emu import mgmt, netns
 from rig.emu.rig import STATE_ROOT, EmulatedRig
 from rig.node_config import NODE_SYSCTLS, OPTIONAL_SYSCTLS
@@ -70,7 +71,8 @@ def on_node(prefix: str, host: str, script: str) -> str:
 def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_path, emulator, ae_prefix):
     before = etc_fingerprint()
     assert not Path(AGENT).exists(), f"{AGENT} on this host: the test could not tell whose agent ran"
-    run_rig("emu", "up", "--ssh", "--setup", "I", "--pairs", "1", "--prefix", ae_prefix, check=True)
+    up = run_rig("emu", "up", "--ssh", "--setup", "I", "--pairs", "1", "--prefix", ae_prefix, check=True)
+    assert "coupled CCs runnable" in up.stdout and set(congestion.COUPLED) <= congestion.available(), up.stdout
     inventory = tmp_path / "emu.ini"
     inventory.write_text(run_rig("emu", "inventory", "--prefix", ae_prefix, check=True).stdout)
 

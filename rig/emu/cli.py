@@ -37,6 +37,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
         netns.sh(rig.ns(p.sender), node_setup_script(topo, p.sender) + sender_run_script(p, "dual"))
         netns.sh(rig.ns(p.receiver), node_setup_script(topo, p.receiver))
     click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs, {radios} radios")
+    click.echo(_register_coupled_ccs())
     click.echo(f"try: ip netns exec {prefix}-s1 ping -c3 {topo.pairs[0].receiver_a.address}")
     if ssh:
         click.echo(f"     rig emu inventory --prefix {prefix} > emu.ini && "
@@ -85,3 +86,16 @@ def status(prefix: str, as_json: bool) -> None:
     s = st["settings"] or {}
     click.echo(f"emulated rig '{prefix}' is up: Setup {s.get('setup')}, WiFi {s.get('wifi_standard')}, "
                f"LTE {s.get('lte_profile')}, {len(st['namespaces'])} namespaces, radio processes {st['radio_processes']}")
+
+
+def _register_coupled_ccs() -> str:
+    """The nodes share this host's kernel: make lia/olia/balia runnable on it, so that by-hand runs
+    (iperf3 -C olia in a node) work as campaigns do. A host that cannot is still a usable rig."""
+    from rig import congestion
+    from rig.errors import RigError
+
+    try:
+        congestion.ensure_registered(congestion.COUPLED)
+    except RigError as e:
+        return f"coupled CCs not available ({e}); the kernel's own CCs still run"
+    return "coupled CCs runnable on this host's kernel (the nodes'): " + " ".join(congestion.COUPLED)
