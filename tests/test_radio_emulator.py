@@ -295,9 +295,11 @@ def test_shared_medium_caps_the_sum_of_two_stations(emulator_built, netns, procs
         assert sum(rates) <= medium, rates
         assert sum(rates) >= 0.8 * medium * TCP_PAYLOAD_SHARE, rates
         assert min(rates) > 0.1 * medium, rates
-        # station to station is relayed as by an AP: up, then down, both ways: 4 x 5 ms
-        rtts = echo_rtts_ms(senders[1], senders[0], f"{SUBNET}.3", 5, procs)
-        assert 19.9 <= statistics.median(rtts) <= 22.0, rtts
+        # station to station is relayed as by an AP: up, then down, both ways: 4 x 5 ms. The
+        # smallest of 9 echoes: a host hiccup right after the TCP runs can only add to some of
+        # them (seen once in CI on a loaded host: median 24.8 ms, lowest 21.8 ms).
+        rtts = echo_rtts_ms(senders[1], senders[0], f"{SUBNET}.3", 9, procs)
+        assert 19.9 <= min(rtts) <= 22.0, rtts
 
 
 def test_stop_removes_the_taps(emulator_built, netns, tmp_path):
