@@ -95,6 +95,19 @@ def test_subflow_problems_name_runaway_windows_and_wrong_ccs():
     assert problems([{**row, "cc": "cubic", "bytes_acked": 10}], "lia", 100_000) is None  # control connection
 
 
+def test_the_previous_runs_subflows_still_closing_are_not_this_runs():
+    from rig.run.subflows import of_this_run, problems
+
+    old = {"time": 99.5, "host": "s1", "local": "10.1.1.11:40000", "remote": "10.1.2.21:5201", "cc": "olia",
+           "cwnd": 3, "rtt_ms": 20.0, "bytes_acked": 10**6}
+    new = {**old, "local": "10.1.1.11:41000", "cc": "balia"}
+    rows = [old, {**old, "time": 100.5}, {**new, "time": 100.5}]
+    # seen in a campaign: a balia run judged invalid for the olia subflows of the run before it
+    assert "did not run balia" in problems(rows, "balia", 100_000)
+    assert of_this_run(rows, t0=100.0) == [{**new, "time": 100.5}]
+    assert problems(of_this_run(rows, t0=100.0), "balia", 100_000) is None
+
+
 def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     from rig.campaign.model import Limits
     from rig.campaign.plan import Run

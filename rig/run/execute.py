@@ -20,7 +20,7 @@ from rig.emu.topology import Topology
 from rig.node_config import receiver_run_script, sender_run_script
 from rig.run.agents import AgentPool
 from rig.run.judge import judge_run
-from rig.run.subflows import ccs_by_host, problems, subflow_rows, subflow_table
+from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
 from rig.store import RunRecord
 
 # T0 is set this far after the launch requests go out: twice the time the previous run's requests
@@ -170,7 +170,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     marks.append(("transfer", time.monotonic()))
     sampled = ctx.agents.each(topo.nodes, lambda a: a.request("unsample"))
     samples = {h: r["samples"] for h, r in sampled.items()}
-    subflows = subflow_rows({h: sampled[h]["ss"] for h in senders})
+    subflows = of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0)
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
     for radio in ctx.radios.values():

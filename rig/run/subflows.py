@@ -26,6 +26,15 @@ def subflow_rows(snapshots: dict[str, list]) -> list[dict]:
     return rows
 
 
+def of_this_run(rows: list[dict], t0: float) -> list[dict]:
+    """Drop the sockets already established before the run's start time t0 (the nodes' clocks, as
+    the launch): the previous run's connections, whose subflows can stay established for seconds
+    while an orphaned MPTCP connection still delivers what iperf3 -n had written. Sampling starts
+    before t0, so each node has at least one snapshot of what was there before."""
+    before = {(r["host"], r["local"], r["remote"]) for r in rows if r["time"] < t0}
+    return [r for r in rows if (r["host"], r["local"], r["remote"]) not in before]
+
+
 def subflow_table(rows: list[dict]) -> pa.Table:
     return pa.Table.from_pylist(rows, schema=SCHEMA)
 
