@@ -13,6 +13,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -30,6 +31,9 @@ BUILD_DIR = Path(os.environ.get("RIG_BPF_BUILD", BPF_DIR / "build"))
 BTF = Path("/sys/kernel/btf/vmlinux")
 MAP_PREFIX = "rig_"  # our struct_ops maps are rig_lia, rig_olia, rig_balia
 OUT_OF_TREE_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia"}
+# Builds and registers (the same script the node role installs on the boards), and remembers what.
+REGISTER_SCRIPT = BPF_DIR / "rig-cc-register"
+STATE_DIR = Path("/run/rig/cc")
 
 _SYSCTL = Path("/proc/sys/net/ipv4")
 
@@ -57,11 +61,6 @@ def _in_netns(netns: str | None, argv: list[str]) -> list[str]:
 def available() -> set[str]:
     """Congestion controls this host's kernel can run now."""
     return set(_read_list(_SYSCTL / "tcp_available_congestion_control"))
-
-
-def out_of_tree_mptcp() -> bool:
-    """True on the multipath-tcp.org kernel (v0.9x), whose sysctls are net.mptcp.mptcp_*."""
-    return Path("/proc/sys/net/mptcp/mptcp_enabled").exists()
 
 
 def _check_name(name: str) -> None:
@@ -150,12 +149,19 @@ def explain(name: str) -> str | None:
     return why
 
 
-def build() -> Path:
-    """Build the BPF objects for the running kernel (make is incremental); return the build dir."""
-    p = _run(["make", "-s", "-C", str(BPF_DIR), f"BUILD={BUILD_DIR}"], timeout=300)
+def register(names: Iterable[str]) -> str:
+    """Build and register `names` through nodes/bpf/rig-cc-register, the script the node role
+    installs on the boards: objects changed since it registered them are registered again (on
+    the out-of-tree kernel it loads the modules). Returns its report, a line per CC."""
+    env = {**os.environ, "RIG_CC_SRC": str(BPF_DIR), "RIG_CC_BUILD": str(BUILD_DIR), "RIG_CC_STATE": str(STATE_DIR)}
+    try:
+        p = subprocess.run([sys.executable, str(REGISTER_SCRIPT), *names], capture_output=True, text=True, env=env,
+                           timeout=300)
+    except subprocess.TimeoutExpired as e:
+        raise RigError(f"{REGISTER_SCRIPT.name} did not finish in 300 s") from e
     if p.returncode != 0:
-        raise RigError(f"building {BPF_DIR} failed: {p.stderr.strip()[-500:]}")
-    return BUILD_DIR
+        raise RigError((p.stderr.strip() or p.stdout.strip())[-800:])
+    return p.stdout.strip()
 
 
 _STRUCT_OPS_ENTRY = re.compile(r'"id":(?P<id>\d+),[^{}]*?"name":"(?P<name>[^"]*)".*?"state":"BPF_STRUCT_OPS_STATE_(?P<state>\w+)"',
@@ -188,29 +194,18 @@ def repairs() -> dict[str, int]:
 
 
 def ensure_registered(names: Iterable[str]) -> None:
-    """Build if needed and register the coupled CCs among `names` not yet runnable. Idempotent."""
+    """Register the coupled CCs among `names` not yet runnable (building them if needed). Idempotent."""
     wanted = sorted(set(names))
     for name in wanted:
         _check_name(name)
     missing = [n for n in wanted if n not in available()]
     if not missing:
         return
-    if out_of_tree_mptcp():  # the names are the kernel's own modules
-        for name in missing:
-            p = _run(["modprobe", OUT_OF_TREE_MODULES[name]])
-            if p.returncode != 0:
-                raise RigError(f"modprobe {OUT_OF_TREE_MODULES[name]} failed: {p.stderr.strip()}")
-        return
     for name in missing:
         why = explain(name)
         if why and why != f"not registered ({_LOCAL_FIX})":
             raise RigError(f"cannot register {name}: {why}")
-    build_dir = build()
-    for name in missing:
-        p = _run(["bpftool", "struct_ops", "register", str(build_dir / f"{name}.bpf.o")])
-        if name not in available():  # another caller may have won the race: that is fine
-            detail = (p.stderr.strip() or p.stdout.strip())[-800:]
-            raise RigError(f"registering {name} failed: {detail}")
+    register(missing)
 
 
 def unregister_all() -> None:
@@ -330,9 +325,10 @@ def cc_repairs() -> None:
 @cc_cli.command("register")
 @click.argument("names", nargs=-1)
 def cc_register(names: tuple[str, ...]) -> None:
-    """Build and register NAMES (default: all three)."""
-    ensure_registered(names or COUPLED)
-    click.echo(" ".join(sorted(set(names or COUPLED))) + " registered")
+    """Build and register NAMES (default: all three); ones whose object changed are registered again."""
+    for name in names:
+        _check_name(name)
+    click.echo(register(sorted(set(names or COUPLED))))
 
 
 @cc_cli.command("unregister")

@@ -42,9 +42,7 @@ fi
 
 echo "==> building the ns-3 emulator"
 .venv/bin/python -m rig.emu.build
-if .venv/bin/python -c "import rig.congestion" 2>/dev/null; then
-  echo "==> building the BPF congestion controls"
-  .venv/bin/python -c "from rig.congestion import build; build()"
-fi
+echo "==> building the BPF congestion controls"
+make -s -C nodes/bpf  # into nodes/bpf/build (rig.congestion.BUILD_DIR)
 ln -sf "$PWD/.venv/bin/rig" /usr/local/bin/rig
 echo "==> installed; 'rig doctor' tells what this host can do"

@@ -19,7 +19,7 @@ from conftest import REPO, run_rig
 from rig import congestion
 from test_ansible import ANSIBLE
 
-SCRIPT = ANSIBLE / "roles" / "node" / "files" / "rig-cc-register"
+SCRIPT = REPO / "nodes" / "bpf" / "rig-cc-register"
 ROLE_DEFAULTS = ANSIBLE / "roles" / "node" / "defaults" / "main.yml"
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")

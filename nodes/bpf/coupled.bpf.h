@@ -297,8 +297,7 @@ static __always_inline void bound_unsent(struct sock *sk)
 {
 	struct tcp_sock *tp = tcp_sk(sk);
 	struct coupled_ca *ca = ca_of(sk);
-	__u32 cwnd = tp->snd_cwnd < CC_MAX_CWND ? tp->snd_cwnd : CC_MAX_CWND;
-	__u64 bytes = (__u64)cwnd * tp->mss_cache;
+	__u64 bytes = (__u64)tp->snd_cwnd * tp->mss_cache;
 	int lowat = bytes < (1U << 30) ? (int)bytes : 1 << 30;
 	__u32 old = ca->lowat;
 

@@ -116,15 +116,15 @@ class LabBackend:
     def check(self, campaign: Campaign, source: str) -> None:
         from rig.lab import NODE_CC_FIX, lab_topology, node_cc_facts
 
-        for setup in campaign.setups:
-            topo = lab_topology(self.lab, setup, campaign.pairs)  # every needed host variable is there
+        # every needed host variable is there, for each setup
+        topos = [lab_topology(self.lab, setup, campaign.pairs) for setup in campaign.setups]
         several = len(campaign.setups) > 1 or len(campaign.factors.wifi_standard) > 1
         if several and not os.environ.get(RECONFIGURE_ENV):
             raise InputError(source, "setups", f"the lab is wired for one setup and one WiFi standard at a time: "
                                                f"run one per campaign, or set ${RECONFIGURE_ENV} (docs/provisioning.md)")
         # The senders' kernels run the CC (the receivers' does not matter for an upload), and the
         # lab's CCs are the boards' own: registered by the node role, not by this controller.
-        senders = [p.sender for p in topo.pairs]
+        senders = sorted({p.sender for topo in topos for p in topo.pairs})
         facts = node_cc_facts(self.lab, senders, self.state_dir)
         for i, cc in enumerate(campaign.factors.cc):
             for host in senders:
