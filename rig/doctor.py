@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import os
-import shutil
 import subprocess
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 import click
+
+from rig.programs import which
 
 
 @dataclass
@@ -64,14 +65,14 @@ def check_ccs() -> list[Check]:
 def check_iperf3() -> Check:
     p = _run(["iperf3", "--version"])
     if p is None:
-        return Check("iperf3", False, "not installed", "apt-get install iperf3")
+        return Check("iperf3 MPTCP mode", False, "iperf3 not installed", "apt-get install iperf3 mptcpize")
     version = p.stdout.split("\n")[0]
     native = "--mptcp" in (_run(["iperf3", "--help"]) or p).stdout
     if native:
         return Check("iperf3 MPTCP mode", True, f"{version}, native -m")
-    ok = shutil.which("mptcpize") is not None
+    ok = which("mptcpize") is not None
     return Check("iperf3 MPTCP mode", ok, f"{version}, via mptcpize" if ok else f"{version}, no --mptcp and no mptcpize",
-                 "apt-get install mptcpd (provides mptcpize)")
+                 "apt-get install mptcpize")
 
 
 def check_emulator() -> Check:
@@ -81,7 +82,7 @@ def check_emulator() -> Check:
         return Check("ns-3 emulator", False, f"cannot load the build module: {e}", "pip install -e . (ns3 wheel)")
     path = emulator_binary()
     return Check("ns-3 emulator", path.exists(), f"built: {path}" if path.exists() else "not built",
-                 "python -m rig.emu.build (setup.sh does it)")
+                 "python -m rig.emu.build (scripts/install.sh does it)")
 
 
 def check_namespaces() -> Check:
@@ -101,13 +102,26 @@ def check_optional() -> list[Check]:
         _run(["tc", "qdisc", "del", "dev", "lo", "root"])
     return [
         Check("sch_netem", has_netem, "available" if has_netem else "absent: delay/jitter/loss come from ns-3", required=False),
-        Check("hostapd", shutil.which("hostapd") is not None, "for rendering checks of AP configs", "apt-get install hostapd", required=False),
-        Check("influxd", shutil.which("influxd") is not None, "embedded InfluxDB for the demo", "apt-get install influxdb", required=False),
     ]
 
 
+def check_programs() -> list[Check]:
+    """Every program of rig.programs: the ones the emulated rig and the demo run are required."""
+    from rig.programs import PROGRAMS, which
+
+    out = []
+    for prog in PROGRAMS:
+        if which(prog.name) is None:
+            out.append(Check(f"program {prog.name}", False, f"not installed ({prog.used_for})",
+                             f"apt-get install {prog.package} (scripts/install.sh)", required=prog.needed_by in ("rig", "demo")))
+    found = len(PROGRAMS) - len(out)
+    out.insert(0, Check("programs", not any(c.required for c in out), f"{found} of {len(PROGRAMS)} installed"))
+    return out
+
+
 def run_checks() -> list[Check]:
-    return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(), *check_optional()]
+    return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(),
+            *check_programs(), *check_optional()]
 
 
 # The CCs campaigns use; a node's report lists these, and whatever else its kernel has.
@@ -163,4 +177,4 @@ def doctor(inventory: Path | None) -> None:
     if missing:
         click.echo(f"not ready: {', '.join(missing)}")
         raise SystemExit(1)
-    click.echo("ready for the emulated rig")
+    click.echo("ready for the emulated rig and the demo")

@@ -6,16 +6,20 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(
-  python3 python3-venv python3-pip git iproute2 iputils-ping ethtool procps
-  iperf3 mptcpd                      # traffic, and mptcpize for iperf3 builds without --mptcp
-  build-essential pkg-config         # the ns-3 emulator is compiled against the ns3 wheel
+  python3 python3-minimal python3-venv python3-pip git iproute2 iputils-ping ethtool procps kmod
+  iperf3 mptcpize                    # traffic; mptcpize (its own package) MPTCP-izes iperf3 3.12
+  build-essential g++ make pkg-config # the ns-3 emulator is compiled against the ns3 wheel
   clang llvm libbpf-dev bpftool      # BPF congestion controls (LIA, OLIA, BALIA)
+  jq                                 # the CC reproducer (nodes/bpf/repro) reads iperf3's JSON
   hostapd iw                         # the real hostapd parses the rendered AP configs
   influxdb                           # the embedded time-series sink of the demo and the tests
-  ansible openssh-server openssh-client
+  ansible ansible-core openssh-server openssh-client
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
+  bash dash coreutils grep sed findutils util-linux dpkg apt  # essential already; the rig runs them
 )
+# Every program the rig runs (rig/programs.py) comes from one of these packages: tests/test_install.py
+# checks it with dpkg -S.
 
 missing=()
 for p in "${APT_PACKAGES[@]}"; do
@@ -45,4 +49,9 @@ echo "==> building the ns-3 emulator"
 echo "==> building the BPF congestion controls"
 make -s -C nodes/bpf  # into nodes/bpf/build (rig.congestion.BUILD_DIR)
 ln -sf "$PWD/.venv/bin/rig" /usr/local/bin/rig
-echo "==> installed; 'rig doctor' tells what this host can do"
+echo "==> rig doctor"
+if ! .venv/bin/rig doctor; then
+  echo "error: scripts/install.sh: the host is not ready: rig doctor marked what is MISSING above, with the fix" >&2
+  exit 1
+fi
+echo "==> installed"
