@@ -18,6 +18,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -82,11 +83,38 @@ def campaign_file(settings: Settings, name: str) -> Path:
     return path
 
 
-def run_with_deadline(argv: list[str], timeout_s: float) -> int:
-    """Run argv in its own process group; stop the whole group at the deadline or on our own stop."""
-    proc = subprocess.Popen(argv, start_new_session=True)
+class _LastError:
+    """Passes the runner's stderr through and keeps its last `error:` line, so that the nightly's
+    own failure message (and the OnFailure hook's journal tail) says why the campaign stopped."""
+
+    def __init__(self, stream):
+        self.line: str | None = None
+        self._thread = threading.Thread(target=self._copy, args=(stream,), daemon=True)
+        self._thread.start()
+
+    def _copy(self, stream) -> None:
+        out = getattr(sys.stderr, "buffer", None)
+        for raw in iter(stream.readline, b""):
+            if out is not None:
+                out.write(raw)
+                out.flush()
+            text = raw.decode(errors="replace").strip()
+            if text.startswith("error:"):
+                self.line = text.removeprefix("error:").strip()
+
+    def wait(self) -> str | None:
+        self._thread.join(timeout=10)
+        return self.line
+
+
+def run_with_deadline(argv: list[str], timeout_s: float) -> tuple[int, str | None]:
+    """Run argv in its own process group; stop the whole group at the deadline or on our own stop.
+    Returns its exit status and its last error line."""
+    proc = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.PIPE)
+    errors = _LastError(proc.stderr)
     try:
-        return proc.wait(timeout=timeout_s)
+        code = proc.wait(timeout=timeout_s)
+        return code, errors.wait()
     except subprocess.TimeoutExpired:
         _stop_group(proc, grace_s=min(60.0, max(1.0, timeout_s / 10)))
         raise RigError(f"campaign exceeded the maximum runtime of {timeout_s:.0f} s; stopped") from None
@@ -140,9 +168,10 @@ def run_nightly(settings: Settings, name: str) -> Path:
         argv = [*shlex.split(settings.runner), str(file), "--out", str(settings.results), "--resume",
                 "--rig", settings.rig]
         _say(f"running {file} (at most {settings.max_runtime_s:.0f} s)")
-        code = run_with_deadline(argv, settings.max_runtime_s)
+        code, error = run_with_deadline(argv, settings.max_runtime_s)
         if code != 0:
-            raise RigError(f"campaign run exited with status {code}")
+            # Recorded runs are kept: the next nightly of this campaign resumes it (--resume).
+            raise RigError(f"campaign run exited with status {code}" + (f": {error}" if error else ""))
         campaign_dir = latest_campaign_dir(settings.results, campaign)
         sink = sink_from_env()
         if sink is not None:

@@ -90,6 +90,19 @@ class EmulatedBackend:
             self.agents = AgentPool(via, self.rig.topo.nodes)
         return configure_setup(self.rig, self.agents, settings, limits)
 
+    # After a lost component: what died (cheap, checked before every run), and the block rebuilt.
+    restore_delays_s = (0.5, 1.0, 2.0)  # waits before the tries (a namespace is there or not)
+
+    def lost(self) -> list[str]:
+        agents = self.agents.lost() if self.agents is not None else []
+        return [f"node agent on {h}" for h in agents] + [f"radio emulator {n}" for n in self.rig.dead_radios()]
+
+    def restore(self, settings: RadioSettings, limits: Limits) -> RunContext:
+        """Restart lost agents, then the block afresh: radios (new TAPs), nodes' configuration, servers."""
+        if self.agents is not None:
+            self.agents.restart_lost()
+        return self.block(settings, limits)
+
     def close(self) -> None:
         if self.agents is not None:
             self.agents.close()
@@ -154,6 +167,18 @@ class LabBackend:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self.agents = AgentPool(lab_transport(self.lab, topo.nodes, self.state_dir), topo.nodes)
         return configure_nodes(topo, self.agents, limits)
+
+    # A rebooting board takes a minute or two before its SSH server answers again.
+    restore_delays_s = (5.0, 10.0, 20.0, 40.0, 60.0)
+
+    def lost(self) -> list[str]:
+        return [f"node agent on {h}" for h in (self.agents.lost() if self.agents is not None else [])]
+
+    def restore(self, settings: RadioSettings, limits: Limits) -> RunContext:
+        """New SSH sessions and agents for lost nodes, then every node's configuration re-applied."""
+        if self.agents is not None:
+            self.agents.restart_lost()
+        return self.block(settings, limits)
 
     def close(self) -> None:
         if self.agents is not None:

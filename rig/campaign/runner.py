@@ -19,8 +19,12 @@ from rig.emu.rig import RadioSettings
 from rig.errors import InputError
 from rig.influx import sink_from_env
 from rig.progress import Progress
+from rig.errors import RigError
 from rig.run.execute import RunContext, execute_run, start_servers
-from rig.store import CampaignStore, utc_now
+from rig.store import CampaignStore, RunRecord, utc_now
+
+# The same fault again right after the rig was restored: something restoring cannot fix.
+MAX_FAULTS_IN_A_ROW = 3
 
 
 class Stopped(Exception):
@@ -87,19 +91,35 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
     t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
     spreads: list[float] = []
     sink = _sink()
+    resume_hint = f"rig campaign run {file} --out {out} --resume"
     try:
         with _SignalGuard():
             ctx: RunContext | None = None
             block_key = None
+            fault: str | None = None  # why the last run failed with a lost component, until restored
+            faults_in_a_row = 0
             for run in todo:
-                if run.radio_key != block_key:
-                    progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
+                if run.radio_key != block_key or lost or fault:
                     settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
                                              {k: v.model_dump() for k, v in campaign.links.items()}, campaign.radios)
-                    ctx = backend.block(settings, campaign.limits)
-                    block_key = run.radio_key
+                    if ctx is None:  # bringing the rig up: a failure here is reported at once
+                        progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                        ctx = backend.block(settings, campaign.limits)
+                    else:
+                        why = f"{', '.join(lost)} lost" if lost else fault
+                        progress.note(f"restoring the rig ({why})" if why else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                        ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
+                    block_key, fault = run.radio_key, None
                 assert ctx is not None
-                record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
+                started, t_run = utc_now(), time.monotonic()
+                try:
+                    record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
+                    faults_in_a_row = 0
+                except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
+                    fault, faults_in_a_row = str(e), faults_in_a_row + 1
+                    record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
+                    progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)
                 store.write_run(record)
                 store.write_runs_table()
                 counts[record.status] += 1
@@ -107,15 +127,52 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                 retried += record.details["lag_retries"]
                 if record.details.get("start_spread_ms") is not None:
                     spreads.append(record.details["start_spread_ms"])
-                if record.status == "failed":
-                    start_servers(ctx, restart=True)  # a wedged server must not fail the next run
-                    ctx.applied.clear()  # and nothing is assumed about the nodes' state
                 if sink is not None:
                     sink.write_run(store.runs_dir / run.run_id)
+                if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
+                    raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
+                                   f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
+                if record.status == "failed" and fault is None:
+                    try:
+                        start_servers(ctx, restart=True)  # a wedged server must not fail the next run
+                        ctx.applied.clear()  # and nothing is assumed about the nodes' state
+                    except (RigError, OSError) as e:
+                        fault = str(e)
             store.write_runs_table()
     finally:
         backend.close()
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
+
+
+def _restore(backend, settings: RadioSettings, limits, progress: Progress, resume_hint: str,
+             restoring: bool) -> RunContext:
+    """The block's context after a lost component (or for the next block): lost agents restarted,
+    dead emulators restarted, every node configured again. Tried again after each of the
+    backend's waits; when all tries fail the campaign stops, resumably."""
+    delays = backend.restore_delays_s
+    for attempt, delay in enumerate([0.0, *delays], start=1):
+        if delay:
+            time.sleep(delay)
+        try:
+            t = time.monotonic()
+            ctx = backend.restore(settings, limits)
+            if restoring or attempt > 1:
+                progress.note(f"restored in {time.monotonic() - t:.1f} s (try {attempt})")
+            return ctx
+        except (RigError, OSError) as e:
+            error = e
+            progress.note(f"restoring failed (try {attempt} of {len(delays) + 1}): {e}")
+    raise RigError(f"the rig could not be restored after {len(delays) + 1} tries ({error}); stopped. "
+                   f"The recorded runs are kept; continue with: {resume_hint}")
+
+
+def _failed_record(ctx: RunContext, run: Run, reason: str, started: str, store: CampaignStore) -> RunRecord:
+    """The run in progress when a component was lost: recorded as failed, with the reason, one
+    row per pair like any run (its measurements are gone with the component)."""
+    pairs = [{"pair": p.index, "sender": p.sender, "receiver": p.receiver, "status": "failed", "reason": reason}
+             for p in ctx.topo.pairs]
+    return RunRecord(run=run, status="failed", reason=reason, started_at=started, finished_at=utc_now(), pairs=pairs,
+                     details={"lost_component": True, "lag_retries": store.attempts(run.run_id)})
 
 
 def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int):

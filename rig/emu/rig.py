@@ -199,6 +199,11 @@ class EmulatedRig:
         netns.ip("link", "set", tap, "netns", target_ns, netns=self.ns("radio"))
         netns.ip("link", "set", tap, "name", name, netns=target_ns)
 
+    def dead_radios(self) -> list[str]:
+        """Radio networks whose emulator has exited (a poll each: cheap enough before every run).
+        attach_radios() with the same settings restarts them, with new TAPs."""
+        return [n for n, p in self.radios.items() if not p.alive()]  # type: ignore[attr-defined]
+
     def stop_radios(self) -> None:
         for proc in self.radios.values():
             proc.stop()  # type: ignore[attr-defined]

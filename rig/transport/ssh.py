@@ -25,7 +25,10 @@ class SshTransport:
     def ssh_options(self) -> list[str]:
         opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=no", "-o", "UserKnownHostsFile=/dev/null",
                 "-o", "LogLevel=ERROR", "-o", "ControlMaster=auto", "-o", f"ControlPath={self.control_dir}/rig-ssh-%C",
-                "-o", "ControlPersist=120", "-o", "ConnectTimeout=10"]
+                "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
+                # A node that reboots or drops off the network ends the session within ~15 s (the
+                # agent is then restarted) instead of leaving a request hanging for TCP's timeout.
+                "-o", "ServerAliveInterval=5", "-o", "ServerAliveCountMax=3"]
         if self.key:
             opts += ["-i", str(self.key)]
         return opts

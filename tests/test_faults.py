@@ -1,0 +1,279 @@
+"""A campaign survives a lost component: real faults injected into real campaigns on the emulated rig.
+
+Each test runs `rig campaign run` (or `rig nightly`) as a user does and, while a run's transfer
+is in progress, breaks a real component: SIGKILL to a node agent, SIGKILL to a radio emulator,
+a node "reboot" (its addresses, routes, rules, MPTCP endpoints and sysctls reset, its agent
+killed), a node that is gone for good. The run in progress is recorded as failed (or invalid)
+with the reason, the rig is restored, and the following runs are ok; what cannot be restored
+stops the campaign resumably, and `--resume` runs exactly the missing runs.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow.parquet as pq
+import pytest
+
+from conftest import REPO, run_rig
+from rig.emu import netns
+from rig.emu.rig import STATE_ROOT
+
+pytestmark = pytest.mark.emulated
+
+CAMPAIGN = """
+name: faults
+setups: [I]
+pairs: 1
+repetitions: {repetitions}
+seed: 7
+factors:
+  volume: [8MB]
+  homing: [dual]
+limits:
+  run_timeout_s: 20
+  max_lag_p99_ms: 200
+"""
+
+
+def _campaign(tmp_path: Path, repetitions: int) -> Path:
+    f = tmp_path / "faults.yaml"
+    f.write_text(CAMPAIGN.format(repetitions=repetitions))
+    return f
+
+
+def _start(tmp_path: Path, file: Path, prefix: str, *extra: str) -> tuple[subprocess.Popen, Path]:
+    log = tmp_path / "runner.stderr"
+    argv = [sys.executable, "-m", "rig", "campaign", "run", str(file), "--out", str(tmp_path / "results"),
+            "--prefix", prefix, *extra]
+    with open(log, "w") as err:
+        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    return proc, log
+
+
+def _finish(proc: subprocess.Popen, timeout: float = 300) -> int:
+    try:
+        return proc.wait(timeout=timeout)
+    finally:
+        if proc.poll() is None:  # a hung campaign: SIGTERM tears its rig down
+            proc.terminate()
+            proc.wait(60)
+
+
+def _cmdline(pid: int) -> list[str]:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
+    except OSError:
+        return []
+
+
+def _ppid(pid: int) -> int | None:
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _iperf_client(prefix: str, host: str) -> int | None:
+    """The pid of an iperf3 client transferring in `host`'s namespace, if one is."""
+    for pid in netns.pids(f"{prefix}-{host}"):
+        argv = _cmdline(pid)
+        if argv and Path(argv[0]).name == "iperf3" and "-c" in argv:
+            return pid
+    return None
+
+
+def _wait_for_transfer(proc: subprocess.Popen, prefix: str, host: str = "s1", not_pid: int | None = None) -> int:
+    """Wait until a run's transfer is in progress (a new iperf3 client on the sender)."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the campaign ended before the fault could be injected"
+        pid = _iperf_client(prefix, host)
+        if pid is not None and pid != not_pid:
+            return pid
+        time.sleep(0.02)
+    pytest.fail("no transfer started")
+
+
+def _agent(prefix: str, host: str, runner_pid: int) -> int:
+    """The node agent of `host`: the runner's child process in the host's namespace."""
+    agents = [pid for pid in netns.pids(f"{prefix}-{host}") if _ppid(pid) == runner_pid]
+    assert len(agents) == 1, agents
+    return agents[0]
+
+
+def _runs(out: Path) -> tuple[Path, list[dict], list[str]]:
+    [root] = [d for d in out.iterdir() if not d.name.startswith(".")]
+    rows = pq.read_table(root / "runs.parquet").to_pylist()
+    plan_ids = sorted(r["run_id"] for r in json.loads((root / "plan.json").read_text())["runs"])
+    return root, rows, plan_ids
+
+
+def _survived(code: int, log: Path, out: Path, lost: list[str]) -> tuple[Path, list[dict]]:
+    """The campaign went on to its end: exit 0, every planned run recorded once (nothing lost,
+    nothing twice), the rig restored after each lost component. Returns the runs not ok."""
+    stderr = log.read_text()
+    assert code == 0, stderr
+    root, rows, plan_ids = _runs(out)
+    assert sorted(r["run_id"] for r in rows) == plan_ids
+    for what in lost:
+        assert f"restoring the rig ({what} lost)" in stderr, stderr
+    return root, [r for r in rows if r["status"] != "ok"]
+
+
+def _iperf3_in(ns: str) -> list[int]:
+    return [pid for pid in netns.pids(ns) if (_cmdline(pid) or [""])[0].endswith("iperf3")]
+
+
+def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, emulator, rig_prefix):
+    """SIGKILL to a sender's agent, later to a receiver's (whose iperf3 server it leaves behind)."""
+    proc, log = _start(tmp_path, _campaign(tmp_path, 5), rig_prefix, "--keep-up")
+    try:
+        first = _wait_for_transfer(proc, rig_prefix)
+        os.kill(_agent(rig_prefix, "s1", proc.pid), signal.SIGKILL)
+        _wait_for_transfer(proc, rig_prefix, not_pid=first)
+        os.kill(_agent(rig_prefix, "r1", proc.pid), signal.SIGKILL)
+    finally:
+        code = _finish(proc)
+    root, failed = _survived(code, log, tmp_path / "results", ["node agent on s1", "node agent on r1"])
+    assert sorted(r["reason"][:16] for r in failed) == ["node agent on r1", "node agent on s1"], failed
+    assert all(r["status"] == "failed" and "SIGKILL" in r["reason"] for r in failed), failed
+    status = json.loads((root / "runs" / failed[0]["run_id"] / "status.json").read_text())
+    assert status["status"] == "failed" and status["lost_component"]
+    # The killed agents' iperf3 processes were stopped; the last agents stopped their own.
+    assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
+
+
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def test_broken_ssh_session_is_re_established(tmp_path, emulator, rig_prefix):
+    """--transport ssh, as on the lab: the sshd serving s1's agent is killed (the TCP connection
+    and every session on it end); the runner opens a new SSH session and agent."""
+    proc, log = _start(tmp_path, _campaign(tmp_path, 3), rig_prefix, "--transport", "ssh")
+    try:
+        _wait_for_transfer(proc, rig_prefix)
+        [agent] = [pid for pid in netns.pids(f"{rig_prefix}-s1") if any("rig_agent" in a for a in _cmdline(pid))]
+        sshd = _ppid(agent)
+        while sshd and _comm(sshd) != "sshd":  # a login shell may sit between them
+            sshd = _ppid(sshd)
+        assert sshd, "the agent is not served by an sshd"
+        os.kill(sshd, signal.SIGKILL)
+    finally:
+        code = _finish(proc)
+    _, failed = _survived(code, log, tmp_path / "results", ["node agent on s1"])
+    assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on s1 did not answer"), failed
+    assert "SSH session lost" in failed[0]["reason"], failed
+
+
+def test_killed_radio_emulator_is_restarted_before_the_next_run(tmp_path, emulator, rig_prefix):
+    proc, log = _start(tmp_path, _campaign(tmp_path, 4), rig_prefix, "--keep-up")
+    pid_file = STATE_ROOT / rig_prefix / "radios" / "ap1.pid"
+    try:
+        _wait_for_transfer(proc, rig_prefix)
+        killed = int(pid_file.read_text().split()[0])
+        os.kill(killed, signal.SIGKILL)
+    finally:
+        code = _finish(proc)
+    root, spoiled = _survived(code, log, tmp_path / "results", ["radio emulator ap1"])
+    assert len(spoiled) == 1, spoiled  # failed or invalid, by what the pair saw; the run says why
+    status = json.loads((root / "runs" / spoiled[0]["run_id"] / "status.json").read_text())
+    assert status["reason"] == "emulator for ap1 exited during the run", status
+    restarted = int(pid_file.read_text().split()[0])
+    assert restarted != killed and Path(f"/proc/{restarted}").exists()
+
+
+# What a reboot takes from a node: addresses, routes, policy rules, MPTCP endpoints, sysctls.
+REBOOT = """
+for i in $(ls /sys/class/net); do [ "$i" = lo ] || { ip -4 addr flush dev "$i"; ip link set "$i" down; }; done
+ip route flush table main
+for t in $(ip rule show | sed -n 's/^\\([0-9]*\\):.*lookup \\([0-9][0-9]*\\).*/\\2/p'); do ip route flush table $t; done
+for p in $(ip rule show | cut -d: -f1); do case $p in 0|32766|32767) ;; *) ip rule del pref $p;; esac; done
+ip mptcp endpoint flush
+ip mptcp limits set subflows 0 add_addr_accepted 0
+sysctl -qw net.ipv4.tcp_notsent_lowat=4294967295
+"""
+
+
+def test_rebooted_receiver_gets_its_configuration_again(tmp_path, emulator, rig_prefix):
+    proc, log = _start(tmp_path, _campaign(tmp_path, 4), rig_prefix, "--keep-up")
+    ns = f"{rig_prefix}-r1"
+    try:
+        _wait_for_transfer(proc, rig_prefix)
+        for pid in netns.pids(ns):  # the node goes down: every process on it
+            os.kill(pid, signal.SIGKILL)
+        netns.sh(ns, REBOOT)
+        assert "default" not in subprocess.run(["ip", "-n", ns, "route"], capture_output=True, text=True).stdout
+    finally:
+        code = _finish(proc)
+    _, failed = _survived(code, log, tmp_path / "results", ["node agent on r1"])
+    assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on r1"), failed
+    # The runs after the reboot are ok (dual-homed: both paths, so routes and the B-side
+    # announcement are back), and the node has its configuration again.
+    ip = lambda *a: subprocess.run(["ip", "-n", ns, *a], capture_output=True, text=True).stdout  # noqa: E731
+    assert "default" in ip("route") and "signal" in ip("mptcp", "endpoint")
+    lowat = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_notsent_lowat"],
+                           capture_output=True, text=True).stdout.strip()
+    assert lowat == "131072"
+
+
+def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emulator, rig_prefix):
+    """s1 is gone for good (its namespace deleted): the campaign stops after its tries, the
+    nightly exits 1 saying why, its OnFailure hook records it, and the next nightly resumes."""
+    (tmp_path / "campaigns").mkdir()
+    (tmp_path / "campaigns/faults.yaml").write_text(CAMPAIGN.format(repetitions=4))
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RIG_")}
+    env |= {"RIG_NIGHTLY_CAMPAIGNS": str(tmp_path / "campaigns"), "RIG_NIGHTLY_RESULTS": str(tmp_path / "results"),
+            "RIG_NIGHTLY_EXPORTS": str(tmp_path / "exports"), "RIG_NIGHTLY_FAILURES": str(tmp_path / "failures"),
+            "RIG_NIGHTLY_LOCK": str(tmp_path / "nightly.lock"), "RIG_INFLUX_CONFIG": str(tmp_path / "no-influx.toml"),
+            "RIG_NIGHTLY_RUNNER": f"{sys.executable} -m rig campaign run --prefix {rig_prefix}", "PYTHONUNBUFFERED": "1"}
+    (tmp_path / "no-influx.toml").write_text("")
+    nightly = [sys.executable, "-m", "rig", "nightly", "faults"]
+
+    first = subprocess.Popen(nightly, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    try:
+        _wait_for_transfer(first, rig_prefix)
+        ns = f"{rig_prefix}-s1"
+        for pid in netns.pids(ns):
+            os.kill(pid, signal.SIGKILL)
+        netns.delete([ns])
+        out, err = first.communicate(timeout=300)
+    finally:
+        if first.poll() is None:
+            first.terminate()
+            first.communicate(timeout=120)
+    assert first.returncode == 1, err
+    assert "could not be restored after 4 tries" in err and "node agent on s1" in err
+    last = err.strip().splitlines()[-1]
+    assert last.startswith("error: campaign run exited with status 1: the rig could not be restored"), last
+    assert not (tmp_path / "exports").exists()
+    root, rows, plan_ids = _runs(tmp_path / "results")
+    done_before = sorted(r["run_id"] for r in rows)
+    assert 1 <= len(done_before) < len(plan_ids)
+    assert [r["reason"][:16] for r in rows if r["status"] == "failed"] == ["node agent on s1"]
+
+    hook = subprocess.run([*nightly[:-1], "--on-failure", "faults"], cwd=REPO, env=env, capture_output=True, text=True)
+    assert hook.returncode == 0 and len(list((tmp_path / "failures").iterdir())) == 1
+
+    second = subprocess.run(nightly, cwd=REPO, env=env, capture_output=True, text=True, timeout=300)
+    assert second.returncode == 0, second.stderr
+    assert f"resuming {root}" in second.stderr
+    for run_id in done_before:  # recorded runs were not run again
+        assert f"{run_id}:" not in second.stderr
+    _, rows, _ = _runs(tmp_path / "results")
+    assert sorted(r["run_id"] for r in rows) == plan_ids
+    assert sorted(d.name for d in (root / "runs").iterdir()) == plan_ids
+    [export] = (tmp_path / "exports").iterdir()
+    assert (export / "SHA256SUMS").is_file()
+    assert not netns.with_prefix(rig_prefix)
