@@ -176,3 +176,25 @@ def test_cli_influx_start_status_stop_and_sync(tmp_path):
         stopped = rig("influx", "stop", "--state-dir", state, "--port", port)
     assert "stopped" in stopped.stdout
     assert rig("influx", "status", "--state-dir", state, "--port", port).returncode == 1
+
+
+def test_a_database_that_does_not_exist_yet_is_created_by_the_first_write(influxd, tmp_path, caplog):
+    campaign = write_campaign(tmp_path, samples_per_series=4, repetitions=1)
+    sink = Sink(InfluxConfig(url=influxd.url, db="notyet"))  # never created
+    with caplog.at_level(logging.WARNING):
+        result = sync(campaign.path, sink)
+    assert result.ok and sorted(result.written) == sorted(campaign.run_ids), result.error
+    assert "'notyet' did not exist" in caplog.text and "created it" in caplog.text
+    assert {"name": "notyet"} in series_values(sink, "SHOW DATABASES")
+    assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
+    assert count(sink, "run", "status") == campaign.runs_rows
+
+
+def test_a_database_that_cannot_be_created_gets_an_error_that_says_how(influxd, tmp_path):
+    campaign = write_campaign(tmp_path, samples_per_series=4, repetitions=1)
+    sink = Sink(InfluxConfig(url=influxd.url, db="lab/night", token="tok-xyz-987"))  # influxd refuses the name
+    result = sync(campaign.path, sink)
+    assert result.written == [] and result.error
+    assert "database 'lab/night' does not exist and could not be created (invalid name" in result.error
+    assert "CREATE DATABASE" in result.error and "influx v1 dbrp create" in result.error
+    assert "\n" not in result.error and "tok-xyz-987" not in result.error

@@ -33,6 +33,10 @@ MARKER = "influx.json"
 class SinkError(Exception):
     """The server refused or could not be reached; the message never holds credentials."""
 
+    def __init__(self, message: str, status: int | None = None):
+        super().__init__(message)
+        self.status = status  # the HTTP status, when the server answered
+
 
 class SinkUnreachable(SinkError):
     pass
@@ -72,7 +76,7 @@ class Sink:
                 return resp.read()
         except urllib.error.HTTPError as e:
             detail = e.read().decode(errors="replace").strip()[:300]
-            raise SinkError(f"{self.config.destination}: HTTP {e.code}: {detail}") from None
+            raise SinkError(f"{self.config.destination}: HTTP {e.code}: {detail}", e.code) from None
         except (urllib.error.URLError, socket.timeout, ConnectionError) as e:
             reason = getattr(e, "reason", e)
             raise SinkUnreachable(f"{self.config.destination}: unreachable: {reason}") from None
@@ -86,19 +90,43 @@ class Sink:
 
     def write_lines(self, lines: Iterable[str]) -> int:
         """Write line-protocol points in batches; returns how many were written."""
-        params = {"db": self.config.db, "precision": "ns"}
         batch: list[str] = []
         written = 0
         for point in lines:
             batch.append(point)
             if len(batch) >= self.config.batch_lines:
-                self._request("/write", params, "\n".join(batch).encode())
+                self._write("\n".join(batch).encode())
                 written += len(batch)
                 batch.clear()
         if batch:
-            self._request("/write", params, "\n".join(batch).encode())
+            self._write("\n".join(batch).encode())
             written += len(batch)
         return written
+
+    def _write(self, body: bytes) -> None:
+        params = {"db": self.config.db, "precision": "ns"}
+        try:
+            self._request("/write", params, body)
+        except SinkError as e:
+            if e.status != 404:  # 404: no such database (1.x) or bucket/mapping (2.x, 3.x)
+                raise
+            self.create_database(e)
+            self._request("/write", params, body)
+
+    def create_database(self, missing: SinkError | None = None) -> None:
+        """CREATE DATABASE (InfluxDB 1.x; a no-op if it exists). Where the server cannot or may not
+        (2.x/3.x, a user without admin rights), the error says how to create it by hand."""
+        db = self.config.db.replace("\\", "\\\\").replace('"', '\\"')
+        try:
+            answer = json.loads(self._request("/query", {"q": f'CREATE DATABASE "{db}"'}, b"") or b"{}")
+            refused = next((r["error"] for r in answer.get("results", []) if r.get("error")), None)
+        except SinkUnreachable:
+            raise
+        except (SinkError, ValueError) as e:
+            refused = str(e)
+        if refused:
+            raise SinkError(missing_database_help(self.config, str(missing or ""), refused), 404)
+        log.warning("InfluxDB database %r did not exist on %s: created it", self.config.db, self.config.url)
 
     def query(self, q: str) -> dict:
         """An InfluxQL query (1.x /query API), for tests and `rig influx status`."""
@@ -138,6 +166,16 @@ class Sink:
         except SinkError as e:
             log.warning("InfluxDB write of run %s failed, `rig sync` will retry: %s", Path(run_dir).name, e)
             return False
+
+
+def missing_database_help(config: InfluxConfig, write_error: str, create_error: str) -> str:
+    """One line: the database is missing, creating it failed, and how to create it by hand."""
+    db = config.db
+    return (f"{config.destination}: database {db!r} does not exist and could not be created "
+            f"({create_error.strip()[:200]}; the write said: {write_error.split(': ', 1)[-1][:200]}). Create it: "
+            f"InfluxDB 1.x: influx -host HOST -execute 'CREATE DATABASE \"{db}\"' (as an admin user); InfluxDB 2.x: influx bucket create -n {db}, then "
+            f"influx v1 dbrp create --db {db} --rp autogen --bucket-id BUCKET_ID --default; InfluxDB 3.x: "
+            f"influxdb3 create database {db}")
 
 
 def summary_rows(run_dir: Path) -> list[dict]:
