@@ -3,6 +3,10 @@
 Resuming is built on the run store's atomicity: a run is either fully recorded or absent, so
 `--resume` re-plans from the same file, checks the plan is the same, and runs what is absent.
 SIGTERM and Ctrl-C stop between two writes: the run in flight is discarded and redone later.
+
+A lost component (a node agent or its SSH session, a radio emulator, a rebooted node) fails the
+run in progress, which is recorded with the reason; the rig is restored before the next run, and
+what cannot be restored stops the campaign resumably (docs/campaigns.md).
 """
 
 from __future__ import annotations
@@ -102,7 +106,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                 lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
                 if run.radio_key != block_key or lost or fault:
                     settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
-                                             {k: v.model_dump() for k, v in campaign.links.items()}, campaign.radios)
+                                             {k: v.model_dump() for k, v in campaign.impairments.items()}, campaign.radios)
                     if ctx is None:  # bringing the rig up: a failure here is reported at once
                         progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
                         ctx = backend.block(settings, campaign.limits)
