@@ -158,10 +158,13 @@ def _comm(pid: int) -> str:
         return ""
 
 
-def test_broken_ssh_session_is_re_established(tmp_path, emulator, rig_prefix):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["broken", "unresponsive"])
+def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig):
     """--transport ssh, as on the lab: the sshd serving s1's agent is killed (the TCP connection
-    and every session on it end); the runner opens a new SSH session and agent."""
+    and every session on it end) or frozen (a node that stops answering: ssh gives up after its
+    keepalives go unanswered); the runner opens a new SSH session and agent."""
     proc, log = _start(tmp_path, _campaign(tmp_path, 3), rig_prefix, "--transport", "ssh")
+    sshd = None
     try:
         _wait_for_transfer(proc, rig_prefix)
         [agent] = [pid for pid in netns.pids(f"{rig_prefix}-s1") if any("rig_agent" in a for a in _cmdline(pid))]
@@ -169,9 +172,13 @@ def test_broken_ssh_session_is_re_established(tmp_path, emulator, rig_prefix):
         while sshd and _comm(sshd) != "sshd":  # a login shell may sit between them
             sshd = _ppid(sshd)
         assert sshd, "the agent is not served by an sshd"
-        os.kill(sshd, signal.SIGKILL)
-    finally:
+        os.kill(sshd, sig)
         code = _finish(proc)
+    finally:
+        if proc.poll() is None:
+            code = _finish(proc)
+        if sshd and sig == signal.SIGSTOP:
+            os.kill(sshd, signal.SIGKILL)  # the frozen one is ours to end
     _, failed = _survived(code, log, tmp_path / "results", ["node agent on s1"])
     assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on s1 did not answer"), failed
     assert "SSH session lost" in failed[0]["reason"], failed
