@@ -3,9 +3,11 @@ addresses, and how to reach each node (SSH). Used by `rig campaign run FILE --ri
 
 Host variables read (inventory.ini documents them): pair, node_host_id, wifi_if, lte_if,
 wifi2_if (receivers), lte_ip, and optionally lte_gateway (a modem whose interface needs a next
-hop; raw-IP modems have none), ansible_host, ansible_user, ansible_ssh_private_key_file,
-ansible_python_interpreter, node_agent_path. Radio addresses follow the lab's plan
-(ansible/group_vars/all/network.yml, rig/emu/topology.py): <attachment subnet>.<node_host_id>.
+hop; raw-IP modems have none), ansible_host, ansible_user, ansible_python_interpreter,
+node_agent_path, and rig_runner_key / rig_known_hosts (the runner's SSH key and the nodes' host
+keys; /etc/rig/ssh/runner_ed25519 and /etc/rig/known_hosts, docs/security.md). Radio addresses
+follow the lab's plan (ansible/group_vars/all/network.yml, rig/emu/topology.py):
+<attachment subnet>.<node_host_id>.
 """
 
 from __future__ import annotations
@@ -92,21 +94,29 @@ def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
     return Topology(setup, tuple(out))  # type: ignore[arg-type]
 
 
+RUNNER_KEY = Path("/etc/rig/ssh/runner_ed25519")  # the controller role's controller_runner_key
+KNOWN_HOSTS = Path("/etc/rig/known_hosts")  # the nodes' host keys, recorded by the node role
+RETRUST = ("remove the old key (ssh-keygen -R {host} -f {known_hosts}), then record the new one with "
+           "ansible-playbook nodes.yml --limit {host} (Ansible checks it against your own known_hosts)")
+
+
 def lab_transport(lab: Lab, hosts: list[str], control_dir: Path) -> SshTransport:
-    """SSH to the lab's nodes as Ansible reaches them; the agent is where the node role put it."""
+    """SSH to the lab's nodes with the runner's key (restricted to the agent on the nodes), checking
+    each node's host key against the rig's known_hosts; the agent is where the node role put it."""
     first = hosts[0]
-    key = lab.var(first, "ansible_ssh_private_key_file", None)
     return SshTransport(
         {h: str(lab.var(h, "ansible_host", h)) for h in hosts},
-        user=str(lab.var(first, "ansible_user", "root")),
-        key=Path(str(key)) if key else None,
+        known_hosts=Path(str(lab.var(first, "rig_known_hosts", KNOWN_HOSTS))),
         control_dir=control_dir,
+        user=str(lab.var(first, "ansible_user", "root")),
+        key=Path(str(lab.var(first, "rig_runner_key", RUNNER_KEY))),
         agent_path=str(lab.var(first, "node_agent_path", DEFAULT_AGENT)),
         python=str(lab.var(first, "ansible_python_interpreter", "python3")),
+        retrust=RETRUST,
     )
 
 
-CONTROL_DIR = Path("/run/rig/lab")  # the SSH control sockets of the lab's nodes
+CONTROL_DIR = Path("/run/rig/lab")  # the SSH control sockets of the lab's nodes (a 0700 directory)
 # How the coupled CCs get onto a board (the node role, docs/provisioning.md).
 NODE_CC_FIX = "run ansible-playbook ansible/nodes.yml"
 

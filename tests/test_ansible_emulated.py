@@ -60,8 +60,9 @@ def nodes_playbook(prefix: str, inventory: Path, tmp_path: Path) -> dict[str, di
 
 
 def on_node(prefix: str, host: str, script: str) -> str:
-    ssh = SshTransport({host: str(mgmt.mgmt_address(host))}, key=mgmt.SshKeys(STATE_ROOT / prefix).client_key,
-                       control_dir=STATE_ROOT / prefix / "ssh", via=["ip", "netns", "exec", f"{prefix}-mgmt"])
+    keys = mgmt.SshKeys(STATE_ROOT / prefix)  # the provisioning key: a shell (the runner's gets only the agent)
+    ssh = SshTransport({host: str(mgmt.mgmt_address(host))}, known_hosts=keys.known_hosts, key=keys.provisioning,
+                       control_dir=keys.dir, via=["ip", "netns", "exec", f"{prefix}-mgmt"])
     p = subprocess.run(ssh.argv(host, ["sh", "-c", script]), capture_output=True, text=True, timeout=30)
     assert p.returncode == 0, p.stderr
     return p.stdout
@@ -94,6 +95,11 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
                                              "test -f /etc/systemd/system/rig-cc.service && echo unit; ls /var/cache/rig 2>&1 || true")
         assert {"Makefile", "lia.bpf.c", "coupled.bpf.h", "unit"} <= set(installed.split()) and "build" not in installed.split()
         assert "No such file" in installed, installed  # no build directory
+    # The runner's key: from the controller only, and it starts the role's agent, nothing else.
+    runner = " ".join(mgmt.SshKeys(STATE_ROOT / ae_prefix).runner.with_suffix(".pub").read_text().split()[:2])
+    for host in ("s1", "r1"):
+        assert (f'from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I {AGENT}" {runner} rig-runner'
+                in on_node(ae_prefix, host, "cat /root/.ssh/authorized_keys").splitlines())
     assert not Path(AGENT).exists() and not Path("/etc/rig").exists() and not Path("/opt/rig/bpf").exists()
 
     # The same nodes, still up, through the SSH transport with the role-installed agent (which

@@ -13,7 +13,6 @@ own files are never touched. Deleting the state directory discards every node's 
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 import time
 from ipaddress import IPv4Address
@@ -51,26 +50,46 @@ def wire_management(prefix: str, hosts: list[str]) -> None:
 
 
 class SshKeys:
-    """The controller's key pair and the hosts' shared host key, in the rig's state dir."""
+    """The controller's two key pairs and the hosts' recorded host keys, in the rig's state dir.
+
+    `provisioning` logs in with a full shell (Ansible, tests); `runner` is the campaign runner's,
+    which the nodes restrict to starting the agent (docs/security.md)."""
 
     def __init__(self, state_dir: Path):
         self.dir = state_dir / "ssh"
-        self.client_key = self.dir / "id_ed25519"
-        self.host_key = self.dir / "host_ed25519"
+        self.provisioning = self.dir / "id_ed25519"
+        self.runner = self.dir / "runner_ed25519"
+        self.known_hosts = self.dir / "known_hosts"
 
     def ensure(self) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
         self.dir.chmod(0o700)
-        for key in (self.client_key, self.host_key):
+        for key in (self.provisioning, self.runner):
             if not key.exists():
-                subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "rig-emulated", "-f", str(key)],
-                               check=True, capture_output=True)
+                _keygen(key, f"rig-emulated-{key.stem}")
+
+
+def _keygen(path: Path, comment: str) -> None:
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True, capture_output=True)
+
+
+def runner_command(agent: str) -> str:
+    """The forced command of the runner's key on emulated nodes (root logins: no sudo)."""
+    return f"/usr/bin/python3 -u -I {agent}"
+
+
+def authorized_keys(keys: SshKeys, agent: str) -> str:
+    """From the controller only; the runner's key runs the agent and nothing else (`restrict`:
+    no pty, no forwarding), the form the node role writes on the lab's boards."""
+    from_ = f'from="{CONTROLLER_ADDRESS}"'
+    return (f"{from_} {keys.provisioning.with_suffix('.pub').read_text().strip()}\n"
+            f'{from_},restrict,command="{runner_command(agent)}" {keys.runner.with_suffix(".pub").read_text().strip()}\n')
 
 
 SSHD_CONFIG = """\
 # Written by the emulated rig: sshd of emulated host {host}, management network only.
 ListenAddress {address}
-HostKey /etc/ssh/rig_host_ed25519
+HostKey /etc/ssh/ssh_host_ed25519_key
 PermitRootLogin prohibit-password
 PasswordAuthentication no
 KbdInteractiveAuthentication no
@@ -85,8 +104,9 @@ def _layer(state_dir: Path, host: str) -> Path:
     return state_dir / "fs" / host
 
 
-def prepare_layer(state_dir: Path, host: str, keys: SshKeys) -> None:
-    """The host's private upper layers, seeded with its sshd config, host key and authorized key."""
+def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str) -> str:
+    """The host's private upper layers, seeded with its sshd config, its own new host key (in the
+    usual place, over the host's) and the authorized keys; returns its known_hosts line."""
     layer = _layer(state_dir, host)
     for d in OVERLAID:
         (layer / "upper" / d).mkdir(parents=True, exist_ok=True)
@@ -94,11 +114,21 @@ def prepare_layer(state_dir: Path, host: str, keys: SshKeys) -> None:
     etc_ssh = layer / "upper" / "etc" / "ssh"
     etc_ssh.mkdir(parents=True, exist_ok=True)
     (etc_ssh / "rig_sshd_config").write_text(SSHD_CONFIG.format(host=host, address=mgmt_address(host)))
-    shutil.copy(keys.host_key, etc_ssh / "rig_host_ed25519")
-    (etc_ssh / "rig_host_ed25519").chmod(0o600)
+    host_key = etc_ssh / "ssh_host_ed25519_key"
+    if not host_key.exists():
+        _keygen(host_key, f"root@{host}")
     root_ssh = layer / "upper" / "root" / ".ssh"
     root_ssh.mkdir(parents=True, exist_ok=True)
-    (root_ssh / "authorized_keys").write_text(keys.client_key.with_suffix(".pub").read_text())
+    (root_ssh / "authorized_keys").write_text(authorized_keys(keys, agent))
+    kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
+    return f"{host},{mgmt_address(host)} {kind} {blob}\n"
+
+
+def record_host_keys(keys: SshKeys, lines: list[str]) -> None:
+    """The emulated rig's known_hosts: written whole at `rig emu up --ssh`, its hosts' keys only."""
+    tmp = keys.known_hosts.with_suffix(".tmp")
+    tmp.write_text("".join(lines))
+    tmp.replace(keys.known_hosts)
 
 
 def sshd_script(state_dir: Path, host: str) -> str:
@@ -112,8 +142,7 @@ def sshd_script(state_dir: Path, host: str) -> str:
     return "\n".join(lines)
 
 
-def start_sshd(prefix: str, state_dir: Path, host: str, keys: SshKeys) -> subprocess.Popen:
-    prepare_layer(state_dir, host, keys)
+def start_sshd(prefix: str, state_dir: Path, host: str) -> subprocess.Popen:
     log = open(_layer(state_dir, host) / "sshd.log", "ab")
     argv = ["ip", "netns", "exec", f"{prefix}-{host}", "unshare", "--mount", "--propagation", "private",
             "sh", "-c", sshd_script(state_dir, host)]

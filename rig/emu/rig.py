@@ -128,25 +128,35 @@ class EmulatedRig:
 
     def _start_ssh(self, hosts: list[str]) -> None:
         from rig.emu import mgmt
+        from rig.transport.netns import AGENT
 
         mgmt.wire_management(self.prefix, hosts)
         keys = mgmt.SshKeys(self.state_dir)
         keys.ensure()
         nodes = self.topo.nodes if self.topo else []
+        # Each node gets its own host key, recorded before its sshd starts: the rig knows its nodes.
+        mgmt.record_host_keys(keys, [mgmt.prepare_layer(self.state_dir, host, keys, str(AGENT)) for host in nodes])
         for host in nodes:
-            mgmt.start_sshd(self.prefix, self.state_dir, host, keys)
+            mgmt.start_sshd(self.prefix, self.state_dir, host)
         mgmt.wait_for_ssh(self.prefix, nodes)
 
-    def ssh_transport(self, agent_path: str | None = None):
-        """The SSH transport to this rig's nodes, over its management network."""
+    def ssh_transport(self, agent_path: str | None = None, provisioning: bool = False):
+        """The SSH transport to this rig's nodes, over its management network.
+
+        With the runner's key (the default) a node runs the agent its authorized_keys names,
+        whatever is asked; provisioning=True logs in with the key that gets a shell (Ansible, tests)."""
         from rig.emu import mgmt
         from rig.transport.netns import AGENT
         from rig.transport.ssh import SshTransport
 
         assert self.topo is not None
+        keys = mgmt.SshKeys(self.state_dir)
         return SshTransport(
-            {h: str(mgmt.mgmt_address(h)) for h in self.topo.nodes}, key=mgmt.SshKeys(self.state_dir).client_key,
-            control_dir=self.state_dir / "ssh", agent_path=agent_path or str(AGENT), via=["ip", "netns", "exec", self.ns("mgmt")],
+            {h: str(mgmt.mgmt_address(h)) for h in self.topo.nodes}, known_hosts=keys.known_hosts,
+            control_dir=self.state_dir / "ssh", key=keys.provisioning if provisioning else keys.runner,
+            agent_path=agent_path or str(AGENT), via=["ip", "netns", "exec", self.ns("mgmt")],
+            retrust=f"the emulated rig records its nodes' keys when it comes up: rig emu down --prefix {self.prefix}, "
+                    f"then rig emu up --ssh",
         )
 
     def _wire_core(self) -> None:
