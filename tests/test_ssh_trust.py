@@ -9,6 +9,7 @@ import os
 import re
 import signal
 import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -194,3 +195,22 @@ def test_node_role_restricts_the_runner_key_and_records_host_keys(tmp_path, emul
     # The runner's key now starts the role's agent (/opt/rig, only in the nodes' layers).
     p = subprocess.run(rig.ssh_transport().argv("s1", ["anything"]), input=HELLO, capture_output=True, text=True, timeout=30)
     assert p.returncode == 0 and "python" in json.loads(p.stdout.splitlines()[0]), p.stdout + p.stderr
+
+
+def _preflight(tmp_path: Path, host: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN / "ansible-playbook", "site.yml", "--check", "-c", "local", "-l", host, "--tags", "preflight",
+                           "--vault-password-file", "vault-demo-password.txt", "-e", f"ansible_python_interpreter={sys.executable}",
+                           *extra], cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300)
+
+
+def test_preflights_refuse_an_open_influxdb_and_smuggled_key_options(tmp_path):
+    assert _preflight(tmp_path, "ctrl").returncode == 0
+    ok = _preflight(tmp_path, "ctrl", "-e", "controller_influxdb_bind_address=10.0.0.2:8086")  # auth follows
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    open_db = _preflight(tmp_path, "ctrl", "-e", "controller_influxdb_bind_address=0.0.0.0:8086",
+                         "-e", "controller_influxdb_auth_enabled=false")
+    assert open_db.returncode != 0 and "is beyond loopback" in open_db.stdout, open_db.stdout[-2000:]
+
+    assert _preflight(tmp_path, "s1").returncode == 0
+    smuggled = _preflight(tmp_path, "s1", "-e", '{"node_runner_from": ["10.0.0.2\\",command=\\"sh"]}')
+    assert smuggled.returncode != 0 and "authorized_keys line" in smuggled.stdout, smuggled.stdout[-2000:]
