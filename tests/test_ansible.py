@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -122,3 +123,53 @@ def test_node_role_check_mode_touches_nothing(tmp_path):
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
     assert "failed=0" in run.stdout and "changed=0" not in run.stdout  # it would change things
     assert {p: p.exists() for p in watched} == before
+
+
+# Roles whose tasks/main.yml starts with a read-only preflight (tag preflight).
+PREFLIGHT_ROLES = ["ap_hostapd", "enb_oai", "enb_srsran", "epc_open5gs"]
+# What a preflight may do: read, judge, and (read-only) ask the system.
+READ_ONLY = {"ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.stat", "ansible.builtin.slurp",
+             "ansible.builtin.command", "ansible.builtin.import_tasks", "ansible.builtin.fail", "ansible.builtin.debug"}
+
+
+def _task_files(tasks_dir: Path, name: str) -> list[Path]:
+    """A task file and every file it imports, recursively."""
+    files = [tasks_dir / name]
+    for task in _yaml(tasks_dir / name):
+        if "ansible.builtin.import_tasks" in task:
+            files += _task_files(tasks_dir, task["ansible.builtin.import_tasks"])
+    return files
+
+
+@pytest.mark.parametrize("role", PREFLIGHT_ROLES)
+def test_role_starts_with_a_read_only_preflight(role):
+    tasks = ANSIBLE / "roles" / role / "tasks"
+    first = _yaml(tasks / "main.yml")[0]
+    assert first.get("ansible.builtin.import_tasks") == "preflight.yml" and "preflight" in first.get("tags", [])
+    for path in _task_files(tasks, "preflight.yml"):
+        for task in _yaml(path):
+            module = next(k for k in task if k.startswith("ansible."))
+            assert module in READ_ONLY, f"{path.name}: '{task['name']}' uses {module}"
+            if module == "ansible.builtin.command":  # asks only: runs in check mode, changes nothing
+                assert task.get("changed_when") is False and task.get("check_mode") is False, task["name"]
+
+
+@pytest.mark.parametrize("host, extra, message", [
+    ("enb1", "rig_enb_implementation=oai", "enb1: OAI v2.1.0's build_oai refuses debian12 (it installs on ubuntu18.04"),
+    ("enb1", "rig_enb_implementation=srsran", "enb1: enb_srsran_s1_address 10.0.1.4 must be an address of this host"),
+    ("epc1", "rig_enb_implementation=srsran", "epc1: epc_open5gs_s1_address 10.0.1.3 is not an address of this host"),
+    ("ap2", "rig_wifi_standard=ac", "ap2: wlan0 is not a wireless interface"),
+])
+def test_preflight_on_this_host_fails_with_one_clear_message(tmp_path, host, extra, message):
+    """The lab roles' preflights on this Debian 12 host, in check mode (connection local): OAI is
+    refused for the distribution; the others pass their distribution checks and stop at what this
+    host lacks (the lab's addresses, a wireless interface). Nothing is changed."""
+    run = subprocess.run(
+        [BIN / "ansible-playbook", "site.yml", "--check", "--tags", "preflight", "-c", "local", "-l", host,
+         "-e", extra, "-e", f"ansible_python_interpreter={sys.executable}"],
+        cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300,
+    )
+    out = run.stdout + run.stderr
+    assert run.returncode != 0 and "changed=0" in out and "failed=1" in out, out[-3000:]
+    failures = re.findall(r"^\[ERROR\]: Task failed: Action failed: (.*)$", out, re.M)
+    assert len(failures) == 1 and failures[0].startswith(message), out[-3000:]
