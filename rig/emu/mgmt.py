@@ -9,6 +9,10 @@ Each host's sshd runs in a private mount namespace in which /etc, /usr, /var, /o
 /home and /srv are overlays whose upper layers live in the rig's state directory, and /run is a
 fresh tmpfs: whatever a role writes on an emulated node stays in that node's layer, and the host's
 own files are never touched. Deleting the state directory discards every node's changes.
+
+Trust as on the lab (docs/security.md): every host has its own sshd host key, recorded in the
+rig's known_hosts before its sshd starts; the controller's two keys are accepted only from the
+controller's address, the runner's restricted to starting the agent.
 """
 
 from __future__ import annotations
