@@ -1,44 +1,55 @@
-"""The `rig` command line. Each area registers its own click group or command here."""
+"""The `rig` command line. Each area has its own click group or command, listed in COMMANDS."""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
 from rig.errors import InputError, RigError
 
+# name -> "module:attribute". Imported when invoked, so that a command does not pay for the
+# others' imports (pyarrow, pydantic models, ...) and one broken area does not hide the rest.
+COMMANDS = {
+    "campaign": "rig.campaign.cli:campaign",
+    "cc": "rig.congestion:cc_cli",
+    "doctor": "rig.doctor:doctor",
+    "emu": "rig.emu.cli:emu",
+    "export": "rig.export.cli:export",
+    "influx": "rig.influx.cli:influx",
+    "nightly": "rig.nightly:nightly",
+    "report": "rig.report.cli:report",
+    "sync": "rig.influx.cli:sync",
+}
 
-@click.group()
+
+class _Commands(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attr = COMMANDS[name].split(":")
+        return getattr(importlib.import_module(module), attr)
+
+
+@click.group(cls=_Commands)
 @click.version_option(package_name="mptcp-rig")
 def cli() -> None:
     """Lab rig for uplink MPTCP experiments over LTE + WiFi."""
 
 
-def _register() -> None:
-    # Imported here so that `rig --help` stays fast and one broken area does not hide the rest.
-    from rig.campaign.cli import campaign
-    from rig.congestion import cc_cli
-    from rig.doctor import doctor
-    from rig.emu.cli import emu
-    from rig.export.cli import export
-    from rig.influx.cli import influx, sync
-    from rig.nightly import nightly
-    from rig.report.cli import report
-
-    for command in (campaign, cc_cli, doctor, emu, export, influx, nightly, report, sync):
-        cli.add_command(command)
-
-
 def main() -> None:
-    _register()
     try:
         cli(standalone_mode=False)
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
-    except click.ClickException as e:  # bad flags: one line, exit 2
-        e.show()
+    except click.ClickException as e:  # bad flags: one line naming the command and the flag, exit 2
+        where = e.ctx.command_path if getattr(e, "ctx", None) else "rig"
+        click.echo(f"error: {where}: {' '.join(e.format_message().split())}", err=True)
         sys.exit(2)
     except InputError as e:
         click.echo(f"error: {e}", err=True)

@@ -131,9 +131,10 @@ CAMPAIGN_CCS = ("cubic", "reno", "lia", "olia", "balia")
 def node_cc_report(inventory: Path) -> list[tuple[str, dict[str, str | None]]]:
     """Per node of the inventory: each CC and why it cannot run there (None: it can)."""
     from rig import congestion
-    from rig.lab import CONTROL_DIR, NODE_CC_FIX, load_lab, node_cc_facts
+    from rig.lab import CONTROL_DIR, NODE_CC_FIX, check_hosts, load_lab, node_cc_facts
 
     lab = load_lab(inventory)
+    check_hosts(lab)  # bad variables: one line, before any node is asked
     hosts = lab.senders + lab.receivers
     facts = node_cc_facts(lab, hosts, CONTROL_DIR)
     report = []

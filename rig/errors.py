@@ -1,17 +1,24 @@
 """Errors the CLI turns into one clear line and an exit status."""
 
+from __future__ import annotations
+
+
+def _one_line(text: object) -> str:
+    return " ".join(str(text).split())
+
 
 class InputError(Exception):
     """Bad user input (campaign file, inventory, flag): exit status 2.
 
-    The message names the file, the field and the problem, on one line.
+    The message names the file, the field and the problem, on one line. A YAML syntax error has
+    no field: its source is `file:line:col` and the field is left empty.
     """
 
     exit_code = 2
 
     def __init__(self, source: str, field: str, problem: str):
-        self.source, self.field, self.problem = source, field, problem
-        super().__init__(f"{source}: {field}: {problem}")
+        self.source, self.field, self.problem = _one_line(source), _one_line(field), _one_line(problem)
+        super().__init__(f"{self.source}: {self.field}: {self.problem}" if self.field else f"{self.source}: {self.problem}")
 
 
 class RigError(Exception):

@@ -57,17 +57,41 @@ def load_lab(inventory: Path) -> Lab:
     return Lab(Path(inventory), data.get("_meta", {}).get("hostvars", {}), groups["senders"], groups["receivers"])
 
 
-def _pair_index(lab: Lab, host: str) -> int:
+def _whole(lab: Lab, host: str, name: str) -> int:
     try:
-        return int(lab.var(host, "pair"))
+        return int(lab.var(host, name))
     except (TypeError, ValueError):
-        raise InputError(str(lab.inventory), f"{host}.pair", "must be a whole number") from None
+        raise InputError(str(lab.inventory), f"{host}.{name}", "must be a whole number") from None
+
+
+def _address(lab: Lab, host: str, name: str) -> IPv4Address:
+    try:
+        return IPv4Address(str(lab.var(host, name)))
+    except ValueError:
+        raise InputError(str(lab.inventory), f"{host}.{name}", "must be an IPv4 address") from None
+
+
+def _pair_index(lab: Lab, host: str) -> int:
+    return _whole(lab, host, "pair")
+
+
+def check_hosts(lab: Lab) -> None:
+    """The variables every setup needs (rig doctor --rig; lab_topology checks the rest per setup)."""
+    for host in lab.senders + lab.receivers:
+        _pair_index(lab, host), _whole(lab, host, "node_host_id"), lab.var(host, "wifi_if")
+    for host in lab.senders:
+        _address(lab, host, "lte_ip"), lab.var(host, "lte_if")
+    for host in lab.senders + lab.receivers:
+        if lab.var(host, "lte_gateway", None) is not None:
+            _address(lab, host, "lte_gateway")
+    if not {_pair_index(lab, h) for h in lab.senders} & {_pair_index(lab, h) for h in lab.receivers}:
+        raise InputError(str(lab.inventory), "senders/receivers", "no sender and receiver share a pair number")
 
 
 def _lte(lab: Lab, host: str, ifname: str) -> RadioInterface:
     gw = lab.var(host, "lte_gateway", None)
-    iface = station(host, ifname, "lte", "cell", address=IPv4Address(str(lab.var(host, "lte_ip"))), gateway=False)
-    return iface if gw is None else replace(iface, gateway=IPv4Address(str(gw)))
+    iface = station(host, ifname, "lte", "cell", address=_address(lab, host, "lte_ip"), gateway=False)
+    return iface if gw is None else replace(iface, gateway=_address(lab, host, "lte_gateway"))
 
 
 def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
@@ -81,7 +105,7 @@ def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
     out = []
     for index in common[:pairs]:
         s, r = senders[index], receivers[index]
-        s_id, r_id = int(lab.var(s, "node_host_id")), int(lab.var(r, "node_host_id"))
+        s_id, r_id = _whole(lab, s, "node_host_id"), _whole(lab, r, "node_host_id")
         b = (_lte(lab, r, str(lab.var(r, "lte_if"))) if b_role == "lte"
              else station(r, str(lab.var(r, "wifi2_if")), b_role, b_attachment, host_id=r_id))
         out.append(Pair(

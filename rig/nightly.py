@@ -26,7 +26,6 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 import click
-import yaml
 
 from rig.errors import InputError, RigError
 
@@ -157,12 +156,21 @@ def prune_exports(exports: Path, name: str, keep: int) -> list[Path]:
 
 def run_nightly(settings: Settings, name: str) -> Path:
     """Run the campaign, export and report it; returns the export directory."""
+    from rig.campaign.cli import host_cc_problems
+    from rig.campaign.plan import load_plan
     from rig.export import export_campaign
+    from rig.lab import load_lab
     from rig.influx import sink_from_env, sync
     from rig.report.page import write_report
 
     file = campaign_file(settings, name)
-    campaign = (yaml.safe_load(file.read_text()) or {}).get("name", name)
+    plan = load_plan(file)  # bad input: one line, before the lock or any directory
+    campaign = plan.campaign.name
+    if settings.rig != "emulated":
+        load_lab(Path(settings.rig))
+    problems = host_cc_problems(plan.campaign) if settings.rig == "emulated" else []
+    if problems:  # the runner would refuse them after the lock and the results directory
+        raise InputError(str(file), *problems[0])
     with exclusive_lock(settings.lock):
         settings.results.mkdir(parents=True, exist_ok=True)
         argv = [*shlex.split(settings.runner), str(file), "--out", str(settings.results), "--resume",
@@ -232,6 +240,8 @@ def nightly(campaign_name: str, campaigns: Path, results: Path, exports: Path, f
     """Run campaign CAMPAIGN_NAME unattended: lock, run, sync, dated export, report, retention."""
     settings = Settings(campaigns, results, exports, failures, lock, keep, max_runtime, rig_kind, runner)
     if on_failure:
+        if not NAME.match(campaign_name):  # it names the failure note
+            raise InputError("command line", "CAMPAIGN_NAME", f"{campaign_name!r}: letters, digits, '.', '_' and '-' only")
         click.echo(f"failure recorded in {record_failure(settings, campaign_name)}")
         return
     click.echo(f"nightly {campaign_name} done: {run_nightly(settings, campaign_name)}")

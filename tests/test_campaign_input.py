@@ -25,7 +25,7 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("name: Bad Name\n", "name", "should match"),
         ("name: x\nsetups: [I, I]\n", "setups", "twice"),
         ("name: x\nfactors: {cc: [cubic, cubic]}\n", "(top level)", "twice"),
-        ("name: [unclosed\n", "line 2", "not valid YAML"),
+        ("name: x\npairs: 1\npairs: 2\n", "pairs", "given twice"),
         ("- just\n- a list\n", "(top level)", "mapping"),
     ],
 )
@@ -65,4 +65,37 @@ def test_cli_unknown_wifi_profile_and_missing_file(tmp_path):
 
 def test_cli_bad_flag_exits_2():
     p = run_rig("campaign", "run", "campaigns/default.yaml", "--no-such-flag")
-    assert p.returncode == 2 and "no-such-flag" in p.stderr
+    assert p.returncode == 2 and "no-such-flag" in p.stderr and p.stderr.count("\n") == 1, p.stderr
+
+
+def test_yaml_syntax_error_names_file_line_and_column():
+    with pytest.raises(InputError) as e:
+        parse_campaign("name: x\nsetups: [I, II\n", "c.yaml")
+    assert str(e.value).startswith("c.yaml:3:1: not valid YAML: ") and "\n" not in str(e.value)
+
+
+def test_unknown_lte_profile_is_refused_before_anything_is_written(tmp_path, rig_prefix):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(GOOD.replace("lte_profile: band7-10mhz", "lte_profile: band99-1mhz"))
+    out = tmp_path / "results"
+    p = run_rig("campaign", "run", str(bad), "--out", str(out), "--prefix", rig_prefix)
+    assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
+    assert f"{bad}: lte_profile: unknown LTE profile 'band99-1mhz'" in p.stderr
+    assert not out.exists()
+    from rig.emu import netns
+    assert netns.with_prefix(rig_prefix) == []
+
+
+def test_plan_warns_about_a_cc_this_host_cannot_run(tmp_path):
+    f = tmp_path / "c.yaml"
+    f.write_text(GOOD.replace("cc: [cubic]", "cc: [cubic, nosuchcc]"))
+    p = run_rig("campaign", "plan", str(f))
+    assert p.returncode == 0 and "estimated duration" in p.stdout
+    assert p.stderr.startswith(f"warning: {f}: factors.cc[1]: 'nosuchcc' cannot run on this host") and p.stderr.count("\n") == 1
+    ok = run_rig("campaign", "plan", "campaigns/default.yaml")
+    assert ok.returncode == 0 and ok.stderr == ""
+
+
+def test_export_verify_of_a_missing_directory_exits_2_with_one_line(tmp_path):
+    p = run_rig("export", "--verify", str(tmp_path / "nope"))
+    assert p.returncode == 2 and p.stderr == f"error: {tmp_path / 'nope'}: --verify: no such directory\n"

@@ -13,6 +13,37 @@ def _fmt_duration(seconds: float) -> str:
     return f"{h}h {m:02d}m {s:02d}s" if h else f"{m}m {s:02d}s"
 
 
+def host_cc_problems(c) -> list[tuple[str, str]]:
+    """(field, problem) for each CC this host cannot run, which an emulated campaign (its nodes
+    share this kernel) would refuse. Coupled CCs that `campaign run` registers itself are fine."""
+    from rig import congestion
+
+    out = []
+    for i, cc in enumerate(c.factors.cc):
+        why = congestion.explain(cc)
+        if why is not None and not (cc in congestion.COUPLED and why.startswith("not registered (")):
+            out.append((f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {why}"))
+    return out
+
+
+def host_cc_warnings(c, source: str) -> list[str]:
+    """Planning does not depend on the host, but a CC it cannot run is worth a word."""
+    return [f"warning: {source}: {field}: {problem} (an emulated campaign would be refused; "
+            f"a lab's senders are checked by campaign run --rig)" for field, problem in host_cc_problems(c)]
+
+
+def _prefix(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    from rig.emu.cli import check_prefix
+
+    return check_prefix(ctx, param, value)
+
+
+def _out_dir(ctx: click.Context, param: click.Parameter, value: Path) -> Path:
+    if value.exists() and not value.is_dir():
+        raise click.BadParameter(f"{value} exists and is not a directory", ctx, param)
+    return value
+
+
 @click.group()
 def campaign() -> None:
     """Plan and run measurement campaigns."""
@@ -31,6 +62,8 @@ def plan(file: Path, as_json: bool) -> None:
 
     c = load_campaign(file)
     p = expand(c, str(file))
+    for line in host_cc_warnings(c, str(file)):
+        click.echo(line, err=True)
     if as_json:
         click.echo(json.dumps(p.to_dict(), indent=2))
         return
@@ -45,10 +78,11 @@ def plan(file: Path, as_json: bool) -> None:
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--rig", "rig_kind", default="emulated", show_default=True,
               help="'emulated', or the path of an inventory of a physical rig.")
-@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True,
+@click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True, callback=_out_dir,
               help="Directory that holds the campaign directories.")
 @click.option("--resume", is_flag=True, help="Finish the newest interrupted run of this campaign (a new one if none).")
-@click.option("--prefix", default="rig", show_default=True, help="Name prefix of the emulated rig's namespaces.")
+@click.option("--prefix", default="rig", show_default=True, callback=_prefix,
+              help="Name prefix of the emulated rig's namespaces.")
 @click.option("--keep-up", is_flag=True, help="Leave the emulated rig up afterwards.")
 @click.option("--transport", type=click.Choice(["netns", "ssh"]), default="netns", show_default=True,
               help="Reach the emulated nodes with ip netns exec, or over SSH on the management network.")
@@ -62,6 +96,13 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     from rig.campaign.backends import EmulatedBackend, LabBackend
     from rig.campaign.runner import Stopped, run_campaign
 
+    from rig.errors import InputError
+
+    if rig_kind != "emulated" and (transport != "netns" or use_running or keep_up or agent_path):
+        raise InputError("command line", "--rig", "--transport, --agent-path, --use-running and --keep-up "
+                                                  "are for the emulated rig only")
+    if agent_path and transport != "ssh":
+        raise InputError("command line", "--agent-path", "only with --transport ssh")
     if rig_kind == "emulated":
         backend = EmulatedBackend(prefix, transport=transport, agent_path=agent_path, use_running=use_running, keep_up=keep_up)
     else:

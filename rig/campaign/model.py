@@ -11,12 +11,12 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from rig.emu.topology import SETUPS, Setup
 from rig.errors import InputError
 from rig.units import parse_size
+from rig.yamlfile import load_yaml
 
 Homing = Literal["dual", "lte", "wifi"]
 FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "rcvbuf", "wifi_standard")
@@ -133,17 +133,14 @@ class Campaign(_Strict):
 def _location(loc: tuple) -> str:
     out = ""
     for part in loc:
+        if part == "[key]":  # pydantic's marker for a bad mapping key: the key itself is named already
+            continue
         out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
     return out or "(top level)"
 
 
 def parse_campaign(text: str, source: str) -> Campaign:
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f"line {mark.line + 1}" if mark else "(file)"
-        raise InputError(source, where, f"not valid YAML: {getattr(e, 'problem', e)}") from None
+    data = load_yaml(text, source)
     if not isinstance(data, dict):
         raise InputError(source, "(top level)", "expected a mapping of campaign fields")
     try:
@@ -162,4 +159,6 @@ def load_campaign(path: Path) -> Campaign:
         text = Path(path).read_text()
     except OSError as e:
         raise InputError(str(path), "(file)", e.strerror or str(e)) from None
+    except UnicodeDecodeError as e:
+        raise InputError(str(path), "(file)", f"not UTF-8 text (byte {e.start})") from None
     return parse_campaign(text, str(path))

@@ -78,14 +78,24 @@ def _run_id(levels: dict, repetition: int) -> str:
     )
 
 
-def expand(campaign: Campaign, source: str = "campaign") -> Plan:
-    from rig.profiles import wifi_profiles
+def check_profiles(campaign: Campaign, source: str) -> None:
+    """Every radio profile the campaign names exists and is valid (a bad profile file is named)."""
+    from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
 
     known = set(wifi_profiles())
     for i, std in enumerate(campaign.factors.wifi_standard):
         if std not in known:
             raise InputError(source, f"factors.wifi_standard[{i}]", f"unknown WiFi profile {std!r} (known: {', '.join(sorted(known))})")
+        wifi_profile(std)
+    if campaign.lte_profile not in lte_profiles():
+        raise InputError(source, "lte_profile", f"unknown LTE profile {campaign.lte_profile!r} "
+                                                f"(known: {', '.join(lte_profiles())})")
+    lte_profile(campaign.lte_profile)
 
+
+def expand(campaign: Campaign, source: str = "campaign") -> Plan:
+    """The runs in execution order; the campaign's radio profiles are checked first."""
+    check_profiles(campaign, source)
     levels = {"setup": campaign.setups, **{name: values for name, values in campaign.factors}}
     names = list(levels)
     cells = [dict(zip(names, combo)) for combo in itertools.product(*levels.values())]
@@ -118,3 +128,10 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
                 )
             )
     return Plan(campaign, tuple(runs))
+
+
+def load_plan(path) -> Plan:
+    """The campaign file at `path`, validated and expanded (rig.campaign.model.load_campaign + expand)."""
+    from rig.campaign.model import load_campaign
+
+    return expand(load_campaign(path), str(path))

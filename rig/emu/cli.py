@@ -9,6 +9,35 @@ import click
 from rig.emu.topology import SETUPS
 
 
+def check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    """--prefix: the rule is EmulatedRig's (namespace and TAP names are built from it)."""
+    from rig.emu.rig import EmulatedRig
+    from rig.errors import RigError
+
+    try:
+        EmulatedRig(value)
+    except RigError as e:
+        raise click.BadParameter(str(e), ctx, param) from None
+    return value
+
+
+def _profile(kind: str):
+    """--wifi / --lte: a profile of radio-configs/<kind> that loads (checked before anything is built)."""
+    def check(ctx: click.Context, param: click.Parameter, value: str) -> str:
+        from rig import profiles
+
+        known = profiles.wifi_profiles() if kind == "wifi" else profiles.lte_profiles()
+        if value not in known:
+            raise click.BadParameter(f"unknown {kind} profile {value!r} (known: {', '.join(known)})", ctx, param)
+        (profiles.wifi_profile if kind == "wifi" else profiles.lte_profile)(value)
+        return value
+    return check
+
+
+prefix_option = click.option("--prefix", default="rig", show_default=True, callback=check_prefix,
+                             help="Name prefix of the rig's namespaces (alphanumeric, at most 8 characters).")
+
+
 @click.group()
 def emu() -> None:
     """Bring the emulated rig up, tear it down, or show it."""
@@ -16,10 +45,12 @@ def emu() -> None:
 
 @emu.command()
 @click.option("--setup", type=click.Choice(SETUPS), default="I", show_default=True)
-@click.option("--wifi", "wifi_standard", default="n5", show_default=True, help="WiFi profile (radio-configs/wifi).")
-@click.option("--lte", "lte_profile", default="band7-10mhz", show_default=True, help="LTE profile (radio-configs/lte).")
+@click.option("--wifi", "wifi_standard", default="n5", show_default=True, callback=_profile("wifi"),
+              help="WiFi profile (radio-configs/wifi).")
+@click.option("--lte", "lte_profile", default="band7-10mhz", show_default=True, callback=_profile("lte"),
+              help="LTE profile (radio-configs/lte).")
 @click.option("--pairs", type=click.IntRange(1, 9), default=5, show_default=True)
-@click.option("--prefix", default="rig", show_default=True)
+@prefix_option
 @click.option("--ssh", is_flag=True, help="Also a management network and an sshd per node (Ansible, SSH transport).")
 @click.option("--radios", type=click.Choice(["links", "simulated"]), default="links", show_default=True,
               help="Per-path links with a shared medium, or ns-3's LTE cell and WiFi BSSs.")
@@ -45,7 +76,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
 
 
 @emu.command()
-@click.option("--prefix", default="rig", show_default=True)
+@prefix_option
 def inventory(prefix: str) -> None:
     """Print an Ansible inventory of the running emulated rig's nodes (reach them from <prefix>-mgmt)."""
     from rig.emu.inventory import emulated_inventory
@@ -60,7 +91,7 @@ def inventory(prefix: str) -> None:
 
 
 @emu.command()
-@click.option("--prefix", default="rig", show_default=True)
+@prefix_option
 def down(prefix: str) -> None:
     """Remove every namespace, process and TAP of the rig (safe to repeat, also after a crash)."""
     from rig.emu.rig import EmulatedRig
@@ -70,7 +101,7 @@ def down(prefix: str) -> None:
 
 
 @emu.command()
-@click.option("--prefix", default="rig", show_default=True)
+@prefix_option
 @click.option("--json", "as_json", is_flag=True)
 def status(prefix: str, as_json: bool) -> None:
     """Show whether the rig is up, its setup and its radio processes."""

@@ -2,24 +2,36 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import click
 
-from rig.errors import RigError
+from rig.errors import InputError, RigError
 from rig.influx import server
 from rig.influx.sync import sync as sync_campaign
 
-state_dir_option = click.option("--state-dir", type=click.Path(path_type=Path), show_default=True,
+state_dir_option = click.option("--state-dir", type=click.Path(path_type=Path, file_okay=False), show_default=True,
                                 default=server.DEFAULT_STATE_DIR, help="config, data, pid file and log")
-port_option = click.option("--port", type=int, default=server.DEFAULT_PORT, show_default=True,
+port_option = click.option("--port", type=click.IntRange(1, 65535), default=server.DEFAULT_PORT, show_default=True,
                            help="HTTP port on 127.0.0.1")
+
+
+def _db_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
+    if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,63}", value):
+        raise click.BadParameter(f"{value!r}: letters, digits, '_', '.' and '-' only (at most 64)", ctx, param)
+    return value
 
 
 @click.command()
 @click.argument("campaign_dir", type=click.Path(path_type=Path))
 def sync(campaign_dir: Path) -> None:
     """Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet (exactly once)."""
+    from rig.inputs import campaign_dir as checked_campaign_dir
+
+    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("plan.json",))
+    if not (campaign_dir / "runs").is_dir():
+        raise InputError(str(campaign_dir), "runs", "missing: not a campaign directory")
     result = sync_campaign(campaign_dir)
     click.echo(f"written {len(result.written)} runs ({result.points} points), "
                f"{len(result.already)} already there, {len(result.unfinished)} unfinished")
@@ -35,7 +47,7 @@ def influx() -> None:
 @influx.command()
 @state_dir_option
 @port_option
-@click.option("--db", default=server.DEFAULT_DB, show_default=True)
+@click.option("--db", default=server.DEFAULT_DB, show_default=True, callback=_db_name, help="database name")
 def start(state_dir: Path, port: int, db: str) -> None:
     """Start influxd (daemonized, pid file in the state dir) and create the database."""
     srv = server.Server(state_dir.resolve(), port)

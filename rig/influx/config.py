@@ -77,5 +77,7 @@ def load_config() -> InfluxConfig | None:
     except ValidationError as e:
         err = e.errors()[0]
         field = ".".join(str(x) for x in err["loc"]) or "-"
+        if err["loc"] and os.environ.get(ENV_PREFIX + str(err["loc"][0]).upper()):  # the value came from there
+            source, field = "environment", ENV_PREFIX + str(err["loc"][0]).upper()
         # input values are deliberately not echoed: they may be secrets
-        raise InputError(source, field, err["msg"]) from None
+        raise InputError(source, field, err["msg"].removeprefix("Value error, ")) from None

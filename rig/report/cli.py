@@ -13,7 +13,10 @@ import click
               help="also plot runs that completed but failed validation (marked on the page)")
 def report(campaign_dir: Path, include_invalid: bool) -> None:
     """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures."""
+    from rig.inputs import campaign_dir as checked_campaign_dir
     from rig.report.page import write_report
 
+    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("runs.parquet",),
+                          optional=("plan.json", "metadata.json"))
     out = write_report(campaign_dir, include_invalid)
     click.echo(f"report: {out}")
