@@ -321,6 +321,19 @@ def test_oai_config_parses_and_follows_the_profile(rendered, name):
     assert (plmn["mcc"], plmn["mnc"], plmn["mnc_length"]) == (int(p.plmn.mcc), int(p.plmn.mnc), len(p.plmn.mnc))
 
 
+OAI = yaml.safe_load((GOLDEN.parent / "upstream" / "oai-v2.1.0.yaml").read_text())
+
+
+@pytest.mark.parametrize("name", lte_profiles())
+def test_oai_config_uses_only_names_the_built_version_reads(rendered, name):
+    version = yaml.safe_load((ANSIBLE / "roles" / "enb_oai" / "defaults" / "main.yml").read_text())["enb_oai_version"]
+    assert version == OAI["version"], "the name list in tests/golden/upstream/ is for another version"
+    conf = libconf.loads((rendered / "enb1" / "rig-render" / "oai" / name / "enb.conf").read_text())
+    # log_config's "<component>_log_level" names are built from a format, not listed.
+    unknown = {k for k in _key_names(conf) - set(OAI["names"]) if not k.endswith("_log_level")}
+    assert not unknown, f"OAI {version} reads no {sorted(unknown)}"
+
+
 def test_open5gs_configs_parse(rendered):
     nfs = _open5gs(rendered)
     assert set(nfs) == {"mme", "sgwc", "sgwu", "smf", "upf", "hss", "pcrf"}
@@ -333,11 +346,11 @@ EPC_ROLE = ANSIBLE / "roles" / "epc_open5gs"
 OPEN5GS_OGSTUN_LINK = {"MTUBytes": "1400", "RequiredForOnline": "false"}
 
 
-def _yaml_keys(value) -> set[str]:
+def _key_names(value) -> set[str]:
     if isinstance(value, dict):
-        return set(value) | {k for v in value.values() for k in _yaml_keys(v)}
-    if isinstance(value, list):
-        return {k for v in value for k in _yaml_keys(v)}
+        return set(value) | {k for v in value.values() for k in _key_names(v)}
+    if isinstance(value, (list, tuple)):
+        return {k for v in value for k in _key_names(v)}
     return set()
 
 
@@ -345,7 +358,7 @@ def test_open5gs_configs_use_only_keys_the_pinned_release_reads(rendered):
     version = yaml.safe_load((EPC_ROLE / "defaults" / "main.yml").read_text())["epc_open5gs_version"]
     assert version == OPEN5GS["version"], "the key list in tests/golden/upstream/ is for another release"
     for nf, config in _open5gs(rendered).items():
-        unknown = _yaml_keys(config) - set(OPEN5GS["keys"])
+        unknown = _key_names(config) - set(OPEN5GS["keys"])
         assert not unknown, f"{nf}.yaml: Open5GS {version} reads no {sorted(unknown)}"
 
 
