@@ -107,7 +107,7 @@ ARGV_IN_PYTHON = [
     re.compile(r"\[\s*\"(mptcpize|iperf3)\""),
 ]
 SHELL_FILES = ["demo.sh", "test.sh", "scripts/*.sh", "nodes/bpf/repro/*.sh"]
-PYTHON_FILES = ["rig/**/*.py", "nodes/agent/*.py", "nodes/bpf/rig-cc-register", "tests/**/*.py"]
+PYTHON_FILES = ["rig/**/*.py", "nodes/agent/**/*.py", "nodes/bpf/rig-cc-register", "tests/**/*.py"]
 
 
 def programs_in_python() -> dict[str, str]:
