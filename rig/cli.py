@@ -19,6 +19,7 @@ COMMANDS = {
     "export": "rig.export.cli:export",
     "influx": "rig.influx.cli:influx",
     "nightly": "rig.nightly:nightly",
+    "paths": "rig.paths_cli:paths_cli",
     "report": "rig.report.cli:report",
     "sync": "rig.influx.cli:sync",
 }
@@ -35,6 +36,10 @@ class _Commands(click.Group):
         return getattr(importlib.import_module(module), attr)
 
 
+# click >= 8.2 raises this for a group called without a command (its message is the help text)
+_NO_ARGS_IS_HELP = getattr(click.exceptions, "NoArgsIsHelpError", ())
+
+
 @click.group(cls=_Commands)
 @click.version_option(package_name="mptcp-rig")
 def cli() -> None:
@@ -47,6 +52,9 @@ def main() -> None:
     except click.exceptions.Abort:
         click.echo("aborted", err=True)
         sys.exit(130)
+    except _NO_ARGS_IS_HELP as e:  # `rig` or `rig campaign` alone: the help, as click shows it
+        e.show()
+        sys.exit(2)
     except click.ClickException as e:  # bad flags: one line naming the command and the flag, exit 2
         where = e.ctx.command_path if getattr(e, "ctx", None) else "rig"
         click.echo(f"error: {where}: {' '.join(e.format_message().split())}", err=True)
