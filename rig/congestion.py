@@ -22,6 +22,8 @@ from pathlib import Path
 import click
 
 from rig.errors import RigError
+from rig.run.agents import AgentPool
+from rig.transport.local import LocalTransport
 
 COUPLED = ("lia", "olia", "balia")
 
@@ -68,22 +70,6 @@ def _check_name(name: str) -> None:
         raise RigError(f"{name!r} is not one of the coupled congestion controls {', '.join(COUPLED)}")
 
 
-# What decides whether a CC can run on a kernel, gathered by one shell script so that the same
-# facts come from this host and from a lab node (through its agent's `sh`, rig/lab.py).
-FACTS_SCRIPT = r"""
-echo "available $(cat /proc/sys/net/ipv4/tcp_available_congestion_control 2>/dev/null)"
-[ -e /proc/sys/net/mptcp/enabled ] && echo mptcp
-if [ -e /proc/sys/net/mptcp/mptcp_enabled ]; then
-  echo out_of_tree
-  for m in MODULES; do modinfo -n $m >/dev/null 2>&1 && echo "module $m"; done
-fi
-[ -e /sys/kernel/btf/vmlinux ] && echo btf
-grep -qa bpf_struct_ops_tcp_congestion_ops /sys/kernel/btf/vmlinux 2>/dev/null && echo struct_ops
-for t in bpftool clang make; do command -v $t >/dev/null || echo "missing $t"; done
-true
-""".replace("MODULES", " ".join(OUT_OF_TREE_MODULES.values()))
-
-
 @dataclass(frozen=True)
 class KernelFacts:
     available: frozenset[str]
@@ -95,20 +81,17 @@ class KernelFacts:
     missing_tools: tuple[str, ...] = ()
 
 
-def parse_facts(text: str) -> KernelFacts:
-    """The output of FACTS_SCRIPT."""
-    values: dict[str, list[str]] = {}
-    for line in text.splitlines():
-        key, *words = line.split() or [""]
-        values.setdefault(key, []).extend(words)
-    return KernelFacts(frozenset(values.get("available", [])), "mptcp" in values, "out_of_tree" in values,
-                       "btf" in values, "struct_ops" in values, frozenset(values.get("module", [])),
-                       tuple(values.get("missing", [])))
+def facts_from(reply: dict) -> KernelFacts:
+    """KernelFacts from a node agent's `facts` reply (nodes/agent/rig_node/facts.py)."""
+    return KernelFacts(frozenset(reply.get("available", [])), bool(reply.get("mptcp")), bool(reply.get("out_of_tree")),
+                       bool(reply.get("btf")), bool(reply.get("struct_ops")), frozenset(reply.get("modules", [])),
+                       tuple(reply.get("missing_tools", [])))
 
 
 def local_facts() -> KernelFacts:
-    p = _run(["sh", "-c", FACTS_SCRIPT], timeout=30)
-    return parse_facts(p.stdout)
+    """This host's facts, gathered by the node agent's own code (as a lab node's are)."""
+    with AgentPool(LocalTransport(), ["localhost"]) as agents:
+        return facts_from(agents["localhost"].request("facts"))
 
 
 def why_not(name: str, facts: KernelFacts, fix: str) -> str | None:

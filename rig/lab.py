@@ -149,4 +149,4 @@ def node_cc_facts(lab: Lab, hosts: list[str], control_dir: Path) -> dict[str, co
     """What each node's kernel can run, asked through its agent (rig doctor --rig, LabBackend.check)."""
     control_dir.mkdir(parents=True, exist_ok=True)
     with AgentPool(lab_transport(lab, hosts, control_dir), hosts) as agents:
-        return agents.each(hosts, lambda a: congestion.parse_facts(a.sh(congestion.FACTS_SCRIPT)["out"]))
+        return agents.each(hosts, lambda a: congestion.facts_from(a.request("facts")))

@@ -9,6 +9,7 @@ host's /etc must be as before: everything the role wrote lives in the nodes' pri
 from __future__ import annotations
 
 import hashlib
+import json
 import re
 import subprocess
 import uuid
@@ -24,7 +25,8 @@ from test_emulated_ssh import etc_fingerprint
 from rig import congestion
 from rig.emu import mgmt, netns
 from rig.emu.rig import STATE_ROOT, EmulatedRig
-from rig.node_config import NODE_SYSCTLS, OPTIONAL_SYSCTLS
+from rig.emu.topology import topology
+from rig.paths import node_plan
 from rig.transport.ssh import SshTransport
 
 AGENT = "/opt/rig/rig_agent.py"  # the role's node_agent_path
@@ -87,8 +89,10 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
     for host in ("s1", "r1"):
         mode, sha = on_node(ae_prefix, host, f"stat -c %a {AGENT}; sha256sum {AGENT}").split()[:2]
         assert (mode, sha) == ("755", agent_sha)
-        assert "net.ipv4.tcp_no_metrics_save = 1" in on_node(ae_prefix, host, "cat /etc/sysctl.d/90-rig-mptcp.conf")
-        assert on_node(ae_prefix, host, "ls /etc/rig/interfaces; test -x /usr/local/sbin/rig-if-up").split() == ["lte0.env", "wlan0.env"]
+        # The node's routing plan is the one campaigns send (rig paths, one owner), and applied.
+        stored = json.loads(on_node(ae_prefix, host, "test -x /usr/local/sbin/rig-if-up && cat /etc/rig/paths.json"))
+        assert stored == node_plan(topology("I", 1), host)
+        assert f"from {stored['interfaces'][0]['address']} lookup 101" in on_node(ae_prefix, host, "ip rule show")
         # The coupled CCs' sources, script and boot unit are installed; nothing is built or
         # registered from a node that shares the host's kernel (tasks/congestion.yml).
         installed = on_node(ae_prefix, host, "ls /opt/rig/bpf; test -x /usr/local/sbin/rig-cc-register && "
@@ -126,11 +130,3 @@ def test_use_running_refuses_a_rig_that_is_not_up(tmp_path):
     assert p.returncode == 1 and f"emulated rig '{prefix}' is not up" in p.stderr, p.stderr
     assert not (tmp_path / "results").exists()  # nothing half-written
     assert netns.with_prefix(prefix) == []
-
-
-def test_role_sysctls_are_the_runners():
-    """The node role sets the node sysctls the campaign runner sets (rig/node_config.py); the ARP ones
-    only on receivers, the nodes with two interfaces in one subnet."""
-    defaults = yaml.safe_load((ANSIBLE / "roles" / "node" / "defaults" / "main.yml").read_text())
-    role = {k: str(v) for k, v in {**defaults["node_sysctls"], **defaults["node_receiver_sysctls"]}.items()}
-    assert role == {**NODE_SYSCTLS, **OPTIONAL_SYSCTLS}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import configparser
 import ipaddress
+import json
 import os
 import re
 import shutil
@@ -407,24 +408,14 @@ def test_subscribers_are_the_nodes_with_static_ips_in_the_pool(rendered):
 
 # --- node routing ----------------------------------------------------------------------------
 
-def _env(rendered: Path, host: str, setup: str, iface: str) -> dict[str, str]:
-    text = (rendered / host / "rig-render" / "node" / host / setup / "interfaces" / f"{iface}.env").read_text()
-    return {k: v.strip('"') for k, v in (line.split("=", 1) for line in text.splitlines() if line and line[0] != "#")}
+@pytest.mark.parametrize("setup", ["I", "II", "III"])
+def test_node_role_stores_the_plan_rig_paths_computes(rendered, setup):
+    """The node role's routing is `rig paths`' (one owner): what it stores for each node is that
+    node's plan; tests/test_node_routing.py checks what applying a plan does to a node."""
+    from rig.lab import lab_topology, load_lab
+    from rig.paths import node_plan
 
-
-@pytest.mark.parametrize("setup, b_if, b_subnet", [("I", "wwan0", "10.45.0.0/16"), ("II", "wlan1", "10.1.3.0/24"),
-                                                  ("III", "wlan1", "10.1.4.0/24")])
-def test_node_routing_pins_each_sender_radio_to_one_receiver_side(rendered, setup, b_if, b_subnet):
-    wifi, lte = _env(rendered, "s1", setup, "wlan0"), _env(rendered, "s1", setup, "wwan0")
-    assert (wifi["TABLE_ROUTES"], wifi["MAIN_ROUTES"], wifi["GATEWAY"]) == ("10.1.2.0/24", "default", "10.1.1.1")
-    assert (lte["TABLE_ROUTES"], lte["MAIN_ROUTES"], lte["GATEWAY"]) == (b_subnet, b_subnet, "")
-    assert wifi["UNREACHABLE_DEFAULT"] == lte["UNREACHABLE_DEFAULT"] == "yes"
-    assert wifi["ENDPOINT"] == lte["ENDPOINT"] == "subflow"
-    assert (wifi["LIMIT_SUBFLOWS"], wifi["LIMIT_ADD_ADDR_ACCEPTED"]) == ("2", "1")
-    a, b = _env(rendered, "r1", setup, "wlan0"), _env(rendered, "r1", setup, b_if)
-    assert (a["ENDPOINT"], b["ENDPOINT"]) == ("none", "signal")
-    assert a["TABLE_ROUTES"] == b["TABLE_ROUTES"] == "default" and b["UNREACHABLE_DEFAULT"] == "no"
-    assert ipaddress.ip_address(b["ADDRESS"]) in ipaddress.ip_network(b_subnet)
-    # Only the interfaces of this setup have routing files.
-    present = {p.stem for p in (rendered / "r1" / "rig-render" / "node" / "r1" / setup / "interfaces").glob("*.env")}
-    assert present == {"wlan0", b_if}
+    topo = lab_topology(load_lab(ANSIBLE.parent / "inventory.ini"), setup, 1)
+    for host in ("s1", "r1"):
+        stored = json.loads((rendered / host / "rig-render" / "node" / host / setup / "paths.json").read_text())
+        assert stored == node_plan(topo, host)

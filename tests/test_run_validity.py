@@ -5,6 +5,9 @@ Each case breaks one thing on a real emulated rig and executes one real run.
 
 from __future__ import annotations
 
+import subprocess
+import time
+
 import pytest
 
 from rig.campaign.model import Limits, parse_campaign
@@ -48,15 +51,18 @@ def test_healthy_run_is_ok(one_pair_rig):
 def test_fallback_to_tcp_is_invalid(one_pair_rig):
     rig, ctx = one_pair_rig
     # The receiver's server is plain TCP: the sender's MP_CAPABLE SYN gets a plain SYN-ACK.
-    ctx.agents["r1"].request("launch", key=SERVER_KEY, argv=["iperf3", "-s"], at=None)
-    ctx.agents["r1"].sh("for i in $(seq 50); do ss -Hltn 'sport = :5201' | grep -q . && exit 0; sleep 0.05; done; exit 1")
+    ctx.agents["r1"].request("launch", key=SERVER_KEY, program="iperf3", args={"mode": "server", "mptcp": False}, at=None)
+    deadline = time.monotonic() + 2.5
+    while not ctx.agents["r1"].request("listening", port=5201)["listening"] and time.monotonic() < deadline:
+        time.sleep(0.05)
     rec = execute_run(ctx, _run())
     assert rec.status == "invalid" and "fell back to plain TCP" in rec.reason, rec.reason
 
 
 def test_unused_path_is_invalid(one_pair_rig):
     rig, ctx = one_pair_rig
-    ctx.agents["r1"].sh("ip mptcp endpoint flush")  # no B address announced: no LTE subflow
+    # no B address announced: no LTE subflow
+    subprocess.run(["ip", "netns", "exec", rig.ns("r1"), "ip", "mptcp", "endpoint", "flush"], check=True)
     rec = execute_run(ctx, _run())
     assert rec.status == "invalid" and "used only the WiFi path" in rec.reason, rec.reason
 

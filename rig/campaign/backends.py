@@ -17,7 +17,7 @@ from rig.campaign.model import Campaign, Limits
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.emu.topology import Topology
 from rig.errors import InputError, RigError
-from rig.node_config import node_setup_script
+from rig.paths import node_plan
 from rig.run.agents import AgentPool
 from rig.run.execute import RunContext, start_servers
 from rig.transport.netns import NetnsTransport
@@ -27,9 +27,9 @@ RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / 
 
 def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: dict | None = None,
                     stations: dict | None = None) -> RunContext:
-    """Addresses, rules and sysctls on every node, receivers' routes and announcements, servers."""
-    agents.each(topo.nodes, lambda a: a.sh(node_setup_script(topo, a.host)))
+    """Every node's routing plan for the setup (senders dual-homed), then the receivers' servers."""
     ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=dict(radios or {}), stations=dict(stations or {}))
+    agents.each(topo.nodes, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
     start_servers(ctx, restart=True)
     return ctx
 
@@ -38,7 +38,9 @@ def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings
     """Radios for the block's setup and WiFi standard, then the nodes."""
     rig.attach_radios(settings)
     assert rig.topo is not None
-    return configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations)
+    ctx = configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations)
+    ctx.hops = rig.hops
+    return ctx
 
 
 def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
@@ -86,7 +88,7 @@ class EmulatedBackend:
     def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
         if self.agents is None:
             self.rig.up(settings, ssh=self.transport == "ssh")
-            via = self.rig.ssh_transport(self.agent_path) if self.transport == "ssh" else NetnsTransport(self.rig.prefix)
+            via = self.rig.ssh_transport(self.agent_path) if self.transport == "ssh" else NetnsTransport(self.rig.prefix, self.rig.state_dir / "agent-logs")
             self.agents = AgentPool(via, self.rig.topo.nodes)
         return configure_setup(self.rig, self.agents, settings, limits)
 

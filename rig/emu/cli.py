@@ -57,16 +57,16 @@ def emu() -> None:
 def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool, radios: str) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""
     from rig.emu.rig import EmulatedRig, RadioSettings
-    from rig.node_config import node_setup_script, sender_run_script
+    from rig.paths import node_plan
+    from rig.run.agents import AgentPool
+    from rig.transport.netns import NetnsTransport
     from rig.profiles import lte_profile as load_lte, wifi_profile
-    from rig.emu import netns
 
     wifi_profile(wifi_standard), load_lte(lte_profile)  # bad names: one line, exit 2, before anything is built
     rig = EmulatedRig(prefix)
     topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}, radios), ssh=ssh)
-    for p in topo.pairs:  # senders dual-homed, as a campaign's first run would leave them
-        netns.sh(rig.ns(p.sender), node_setup_script(topo, p.sender) + sender_run_script(p, "dual"))
-        netns.sh(rig.ns(p.receiver), node_setup_script(topo, p.receiver))
+    with AgentPool(NetnsTransport(prefix, rig.state_dir / "agent-logs"), topo.nodes) as agents:  # as a campaign configures them
+        agents.each(topo.nodes, lambda a: a.request("paths", plan=node_plan(topo, a.host)))
     click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs, {radios} radios")
     click.echo(_register_coupled_ccs())
     click.echo(f"try: ip netns exec {prefix}-s1 ping -c3 {topo.pairs[0].receiver_a.address}")

@@ -1,4 +1,4 @@
-"""The emulated rig's hosts, radio networks and addresses, for each of seed 002's three setups.
+"""The rig's hosts, radio networks and addresses, for each of seed 002's three setups.
 
 Pure description, no side effects: `rig.emu.rig` turns it into namespaces and the node
 configuration turns it into routes. The same shapes describe a physical lab (inventory.ini).
@@ -15,32 +15,34 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from ipaddress import IPv4Address, IPv4Network
+from pathlib import Path
 from typing import Literal
+
+import yaml
 
 Setup = Literal["I", "II", "III"]
 SETUPS: tuple[Setup, ...] = ("I", "II", "III")
 PathKind = Literal["wifi", "lte"]
 
-# The same address plan as the physical lab (ansible/group_vars/all/network.yml): one subnet per
-# attachment, the gateway (AP, or the EPC's PGW side) at .1. AP2 serves two subnets on one BSS,
-# so in Setup III a receiver's two interfaces on AP2 are still in different subnets.
-ATTACHMENTS: dict[str, tuple[str, str]] = {  # attachment -> (subnet, radio network)
-    "ap1": ("10.1.1.0/24", "ap1"),
-    "ap2": ("10.1.2.0/24", "ap2"),
-    "ap2b": ("10.1.4.0/24", "ap2"),
-    "ap3": ("10.1.3.0/24", "ap3"),
-    "cell": ("10.45.0.0/16", "cell"),  # Open5GS's default UE pool
-}
-# Radio networks (one ns-3 process each): name -> kind.
-RADIO_NETWORKS: dict[str, PathKind] = {"ap1": "wifi", "ap2": "wifi", "ap3": "wifi", "cell": "lte"}
-# Which host owns each radio network's gateway side.
-GATEWAY_HOST = {"ap1": "ap1", "ap2": "ap2", "ap3": "ap3", "cell": "epc"}
-SENDER_HOST_ID, RECEIVER_HOST_ID = 10, 20  # node i has host part 10+i / 20+i on every attachment
-# Wired links between the core router and the AP / EPC hosts: host -> core-side /24.
-CORE_LINKS = {"ap1": "10.0.1.0/24", "ap2": "10.0.2.0/24", "ap3": "10.0.3.0/24", "epc": "10.0.4.0/24"}
+ADDRESS_PLAN = Path(__file__).resolve().parents[2] / "radio-configs" / "address-plan.yml"
+_PLAN = yaml.safe_load(ADDRESS_PLAN.read_text())  # the lab's too: Ansible reads the same file
 
+
+def _subnet(a: dict) -> str:
+    return a.get("subnet") or f"{a['prefix']}.0/{a['prefixlen']}"
+
+
+ATTACHMENTS: dict[str, tuple[str, str]] = {  # attachment -> (subnet, radio network)
+    name: (_subnet(a), a["network"]) for name, a in _PLAN["rig_attachments"].items()}
+# Radio networks (one emulator process each): name -> kind.
+RADIO_NETWORKS: dict[str, PathKind] = dict(_PLAN["rig_radio_networks"])
+# Which host owns each radio network's gateway side: the AP of a BSS, the EPC of the cell.
+GATEWAY_HOST = {n: ("epc" if kind == "lte" else n) for n, kind in RADIO_NETWORKS.items()}
+SENDER_HOST_ID, RECEIVER_HOST_ID = _PLAN["rig_host_id_base"]["sender"], _PLAN["rig_host_id_base"]["receiver"]
+# Wired links between the core router and the AP / EPC hosts: host -> core-side /24.
+CORE_LINKS: dict[str, str] = dict(_PLAN["rig_core_links"])
 # Routing table of each node interface by its role (policy routing: one table per interface).
-TABLES = {"wifi": 101, "lte": 102, "wifi2": 103}
+TABLES: dict[str, int] = dict(_PLAN["rig_tables"])
 
 
 @dataclass(frozen=True)
@@ -123,8 +125,10 @@ def station(host: str, ifname: str, role: str, attachment: str, address: IPv4Add
                           gateway_address(attachment) if gateway else None)
 
 
-# Receivers' B side per setup: (role, attachment).
-B_SIDE = {"I": ("lte", "cell"), "II": ("wifi2", "ap3"), "III": ("wifi2", "ap2b")}
+# Senders' sides, and receivers' A and B sides per setup: (role, attachment).
+SENDER_SIDES = {side: (d["role"], d["attachment"]) for side, d in _PLAN["rig_sender_sides"].items()}
+A_SIDE = {setup: (sides["a"]["role"], sides["a"]["attachment"]) for setup, sides in _PLAN["rig_receiver_sides"].items()}
+B_SIDE = {setup: (sides["b"]["role"], sides["b"]["attachment"]) for setup, sides in _PLAN["rig_receiver_sides"].items()}
 
 
 def topology(setup: Setup, pairs: int = 5) -> Topology:
@@ -133,8 +137,9 @@ def topology(setup: Setup, pairs: int = 5) -> Topology:
         raise ValueError(f"unknown setup {setup!r}")
     if not 1 <= pairs <= 9:
         raise ValueError("pairs must be 1..9")
-    b_role, b_attachment = B_SIDE[setup]
-    b_ifname = {"lte": "lte0", "wifi2": "wlan1"}[b_role]
+    # The emulated nodes' interface names, by role (the lab's come from its inventory).
+    ifnames = {"wifi": "wlan0", "lte": "lte0", "wifi2": "wlan1"}
+    sides = {"sw": SENDER_SIDES["wifi"], "sl": SENDER_SIDES["lte"], "ra": A_SIDE[setup], "rb": B_SIDE[setup]}
     out = []
     for i in range(1, pairs + 1):
         s, r = f"s{i}", f"r{i}"
@@ -143,10 +148,10 @@ def topology(setup: Setup, pairs: int = 5) -> Topology:
                 index=i,
                 sender=s,
                 receiver=r,
-                sender_wifi=station(s, "wlan0", "wifi", "ap1", host_id=SENDER_HOST_ID + i),
-                sender_lte=station(s, "lte0", "lte", "cell", host_id=SENDER_HOST_ID + i),
-                receiver_a=station(r, "wlan0", "wifi", "ap2", host_id=RECEIVER_HOST_ID + i),
-                receiver_b=station(r, b_ifname, b_role, b_attachment, host_id=RECEIVER_HOST_ID + i),
+                sender_wifi=station(s, ifnames[sides["sw"][0]], *sides["sw"], host_id=SENDER_HOST_ID + i),
+                sender_lte=station(s, ifnames[sides["sl"][0]], *sides["sl"], host_id=SENDER_HOST_ID + i),
+                receiver_a=station(r, ifnames[sides["ra"][0]], *sides["ra"], host_id=RECEIVER_HOST_ID + i),
+                receiver_b=station(r, ifnames[sides["rb"][0]], *sides["rb"], host_id=RECEIVER_HOST_ID + i),
             )
         )
     return Topology(setup, tuple(out))

@@ -17,7 +17,7 @@ import pyarrow as pa
 from rig.campaign.model import Limits
 from rig.campaign.plan import Run
 from rig.emu.topology import Topology
-from rig.node_config import receiver_run_script, sender_run_script
+from rig.paths import node_plan, receive_buffer
 from rig.run.agents import AgentPool
 from rig.run.judge import judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
@@ -37,15 +37,17 @@ class RunContext:
     limits: Limits
     radios: dict = field(default_factory=dict)  # network -> RadioProcess (emulated rig only)
     stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
-    applied: dict = field(default_factory=dict)  # host -> the run script it has: unchanged ones are not re-applied
+    hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
+    applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     schedule_s: float | None = None  # how long the last launch requests took
 
-    def apply(self, agent, script: str) -> None:
-        if self.applied.get(agent.host) == script:
+    def apply(self, agent, op: str, **request) -> None:
+        """An idempotent configuration request (`paths`, `sysctl`), sent only when it changed."""
+        if self.applied.get((agent.host, op)) == request:
             return
-        self.applied.pop(agent.host, None)
-        agent.sh(script)
-        self.applied[agent.host] = script
+        self.applied.pop((agent.host, op), None)
+        agent.request(op, **request)
+        self.applied[(agent.host, op)] = request
 
     def start_lead_s(self) -> float:
         return START_LEAD_FIRST_S if self.schedule_s is None else START_LEAD_MIN_S + 2 * self.schedule_s
@@ -55,12 +57,11 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
-def client_argv(run: Run, bind: str, target: str) -> list[str]:
-    # mptcpize: Debian's iperf3 3.12 has no native --mptcp; the LD_PRELOAD wrapper makes its
-    # sockets MPTCP. -n is the run's whole data volume, split over -P parallel connections.
-    # -C sets the CC per socket; MPTCP passes it on to every subflow.
-    return ["mptcpize", "run", "iperf3", "-c", target, "-B", bind, "-P", str(run.connections),
-            "-n", str(run.volume_bytes), "-C", run.cc, "-J", "--connect-timeout", "5000"]
+def client_args(run: Run, bind: str, target: str) -> dict:
+    # An MPTCP iperf3 (the agent wraps it in mptcpize). bytes is the run's whole data volume,
+    # split over `parallel` connections; cc is set per socket and MPTCP passes it on to every subflow.
+    return {"mode": "client", "target": target, "bind": bind, "parallel": run.connections,
+            "bytes": run.volume_bytes, "cc": run.cc, "connect_timeout_ms": 5000}
 
 
 def start_servers(ctx: RunContext, restart: bool = False) -> None:
@@ -69,7 +70,7 @@ def start_servers(ctx: RunContext, restart: bool = False) -> None:
 
     def ensure(agent) -> bool:
         if restart or not agent.request("alive", key=SERVER_KEY)["alive"]:
-            agent.request("launch", key=SERVER_KEY, argv=["mptcpize", "run", "iperf3", "-s"], at=None)
+            agent.request("launch", key=SERVER_KEY, program="iperf3", args={"mode": "server"}, at=None)
             return True
         return False
 
@@ -78,7 +79,7 @@ def start_servers(ctx: RunContext, restart: bool = False) -> None:
     deadline = time.monotonic() + 5
     pending = {h for h, new in launched.items() if new}
     while pending and time.monotonic() < deadline:
-        up = ctx.agents.each(sorted(pending), lambda a: a.sh("ss -Hltn 'sport = :5201' | grep -q .", check=False)["rc"] == 0)
+        up = ctx.agents.each(sorted(pending), lambda a: a.request("listening", port=5201)["listening"])
         pending = {h for h, ok in up.items() if not ok}
         if pending:
             time.sleep(0.05)
@@ -142,8 +143,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    ctx.agents.each(senders, lambda a: ctx.apply(a, sender_run_script(by_sender[a.host], run.homing)))
-    ctx.agents.each(receivers, lambda a: ctx.apply(a, receiver_run_script(run.rcvbuf_bytes)))
+    ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host, run.homing)))
+    ctx.agents.each(receivers, lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
     start_servers(ctx)
 
     marks.append(("configure", time.monotonic()))
@@ -158,7 +159,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     def launch(agent):
         p = by_sender[agent.host]
         bind, target = (p.sender_lte.address, p.receiver_b.address) if run.homing == "lte" else (p.sender_wifi.address, p.receiver_a.address)
-        agent.request("launch", key=IPERF_KEY, argv=client_argv(run, str(bind), str(target)), at=t0)
+        agent.request("launch", key=IPERF_KEY, program="iperf3", args=client_args(run, str(bind), str(target)), at=t0)
 
     ctx.agents.each(senders, launch)
     marks.append(("schedule", time.monotonic()))
@@ -215,6 +216,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "start_late_ms": {s: round((r["started_at"] - t0) * 1000, 3) for s, r in results.items() if r.get("started_at")},
         "transfer_s": round(max(ends) - t0, 3) if ends else None,
         "lag": lags,
+        "impaired_hops": [h for h in ctx.hops if h["impaired"]],
         "lagged": verdict.lagged,
         "subflow_ccs": ccs_by_host(subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
@@ -229,6 +231,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         timeseries["radio"] = radio
     if lags:
         timeseries["lag"] = _lag_table(lags, t0)
+    if ctx.hops:
+        timeseries["hops"] = pa.Table.from_pylist([{"time": t0, **h} for h in ctx.hops])
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, iperf=iperf, timeseries=timeseries,

@@ -11,8 +11,11 @@ AGENT = Path(__file__).resolve().parents[2] / "nodes" / "agent" / "rig_agent.py"
 class NetnsTransport:
     name = "netns"
 
-    def __init__(self, prefix: str):
+    def __init__(self, prefix: str, log_dir: Path | None = None):
         self.prefix = prefix
+        self.log_dir = log_dir  # each agent logs the requests it refused to <log_dir>/<host>.log
+        if log_dir:
+            log_dir.mkdir(parents=True, exist_ok=True)
 
     def netns(self, host: str) -> str:
         return f"{self.prefix}-{host}"
@@ -22,4 +25,5 @@ class NetnsTransport:
 
     def agent_argv(self, host: str) -> list[str]:
         # -u: unbuffered, the agent speaks line by line; -I: ignore the caller's PYTHON* env.
-        return self.argv(host, [sys.executable, "-u", "-I", str(AGENT)])
+        log = ["--log", str(self.log_dir / f"{host}.log")] if self.log_dir else []
+        return self.argv(host, [sys.executable, "-u", "-I", str(AGENT), *log])

@@ -1,0 +1,11 @@
+"""What the node agent does on a node, one module per job; standard library only, because this
+directory is copied as is onto the lab's boards (the node role) and run in the emulated nodes.
+
+validate   the field types every request is checked against (Refused when one fails)
+routing    the nodes' routing policy: addresses, one table and rule per interface, MPTCP endpoints
+sysctls    the sysctls a request may set
+programs   the traffic programs a request may start, and the processes started
+sampling   interface counters and TCP sockets sampled during a run, kernel counters
+facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
+ops        the closed set of requests, dispatched to the modules above
+"""

@@ -1,0 +1,39 @@
+"""What decides whether a congestion control can run on this node's kernel."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+# The out-of-tree MPTCP kernel's coupled CCs are modules of these names.
+OUT_OF_TREE_MODULES = ("mptcp_coupled", "mptcp_olia", "mptcp_balia")
+BUILD_TOOLS = ("bpftool", "clang", "make")
+BTF = Path("/sys/kernel/btf/vmlinux")
+
+
+def _has_struct_ops() -> bool:
+    try:
+        with BTF.open("rb") as f:
+            return b"bpf_struct_ops_tcp_congestion_ops" in f.read()
+    except OSError:
+        return False
+
+
+def kernel_facts() -> dict:
+    try:
+        available = Path("/proc/sys/net/ipv4/tcp_available_congestion_control").read_text().split()
+    except OSError:
+        available = []
+    out_of_tree = Path("/proc/sys/net/mptcp/mptcp_enabled").exists()
+    modules = [m for m in OUT_OF_TREE_MODULES if out_of_tree and
+               subprocess.run(["modinfo", "-n", m], capture_output=True).returncode == 0]
+    return {
+        "available": available,
+        "mptcp": Path("/proc/sys/net/mptcp/enabled").exists(),
+        "out_of_tree": out_of_tree,
+        "btf": BTF.exists(),
+        "struct_ops": _has_struct_ops(),
+        "modules": modules,
+        "missing_tools": [t for t in BUILD_TOOLS if shutil.which(t) is None],
+    }

@@ -1,0 +1,133 @@
+"""The traffic programs a request may start, built from checked arguments (never a command line
+from the request), and the processes started: at a scheduled instant, output kept for `wait`."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import threading
+import time
+
+from rig_node import validate as v
+
+SPIN_S = 0.002  # sleep until this close to a scheduled start, then spin for precision
+STOP_GRACE_S = 2.0  # TERM, then KILL after this long
+
+
+def iperf3(args: dict) -> list[str]:
+    """iperf3 3.12 as a server or a client; `mptcp` wraps it in mptcpize (it has no --mptcp)."""
+    v.only(args, {"mode", "mptcp", "port", "target", "bind", "parallel", "bytes", "seconds", "cc",
+                  "connect_timeout_ms", "one_off"}, "iperf3")
+    mode = v.one_of(v.need(args, "mode", "iperf3"), "iperf3.mode", ("server", "client"))
+    wrap = ["mptcpize", "run"] if v.boolean(args.get("mptcp", True), "iperf3.mptcp") else []
+    port = ["-p", str(v.integer(args.get("port", 5201), "iperf3.port", 1024, 65535))]
+    if mode == "server":
+        one = ["-1"] if v.boolean(args.get("one_off", False), "iperf3.one_off") else []
+        return [*wrap, "iperf3", "-s", *port, *one]
+    argv = [*wrap, "iperf3", "-c", v.ipv4(v.need(args, "target", "iperf3"), "iperf3.target"), *port]
+    if "bind" in args:
+        argv += ["-B", v.ipv4(args["bind"], "iperf3.bind")]
+    argv += ["-P", str(v.integer(args.get("parallel", 1), "iperf3.parallel", 1, 128))]
+    if ("bytes" in args) == ("seconds" in args):
+        raise v.Refused("iperf3: give exactly one of bytes and seconds")
+    if "bytes" in args:
+        argv += ["-n", str(v.integer(args["bytes"], "iperf3.bytes", 1, 10**12))]
+    else:
+        argv += ["-t", str(v.integer(args["seconds"], "iperf3.seconds", 1, 86400))]
+    if "cc" in args:
+        argv += ["-C", v.cc_name(args["cc"], "iperf3.cc")]
+    timeout = v.integer(args.get("connect_timeout_ms", 5000), "iperf3.connect_timeout_ms", 1, 600000)
+    return argv + ["-J", "--connect-timeout", str(timeout)]
+
+
+PROGRAMS = {"iperf3": iperf3}
+
+
+def argv_for(program: object, args: object) -> list[str]:
+    build = PROGRAMS.get(program) if isinstance(program, str) else None
+    if build is None:
+        raise v.Refused(f"program {program!r} is not one the rig starts ({', '.join(PROGRAMS)})")
+    return build(v.mapping(args, "args", 16))
+
+
+def stop(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
+    """The process group of `proc`: TERM, then KILL if it is still there after `grace_s`."""
+    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
+        if proc.poll() is not None:
+            return
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(wait_s)
+        except subprocess.TimeoutExpired:
+            pass
+
+
+class Launch:
+    """A program started at a scheduled instant; its output is kept for `wait`."""
+
+    def __init__(self, argv: list[str], at: float | None):
+        self.argv, self.at = argv, at
+        self.proc: subprocess.Popen | None = None
+        self.result: dict | None = None
+        self.done = threading.Event()
+        self._cancelled = threading.Event()
+        threading.Thread(target=self._run, daemon=True).start()
+
+    def _run(self) -> None:
+        if self.at is not None:
+            while (left := self.at - time.time()) > SPIN_S:
+                time.sleep(min(left - SPIN_S, 0.05))
+            while time.time() < self.at:
+                pass
+        started = time.time()
+        try:
+            if self._cancelled.is_set():
+                raise OSError("stopped before its start")
+            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+            out, err = self.proc.communicate()
+            rc = self.proc.returncode
+        except OSError as e:
+            out, err, rc = b"", str(e).encode(), 127
+        self.result = {
+            "started_at": started, "ended_at": time.time(), "rc": rc,
+            "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")[-4000:],
+        }
+        self.done.set()
+
+    def stop(self) -> None:
+        self._cancelled.set()
+        if self.proc is not None:
+            stop(self.proc)
+
+
+def stop_strays() -> list[int]:
+    """Traffic programs in this node's network namespace that no live agent owns (what a killed
+    agent left running, e.g. an iperf3 server holding its port): stopped, TERM then KILL."""
+    me, mine = os.getpid(), os.readlink("/proc/self/ns/net")
+    strays = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                stat = f.read()
+            name, ppid = stat[stat.index("(") + 1:stat.rindex(")")], int(stat[stat.rindex(")") + 2:].split()[1])
+            if name in PROGRAMS and ppid != me and os.readlink(f"/proc/{d}/ns/net") == mine:
+                strays.append(int(d))
+        except (OSError, ValueError):
+            continue
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        for pid in strays:
+            try:
+                os.kill(pid, sig)
+            except ProcessLookupError:
+                pass
+        if sig == signal.SIGTERM:
+            deadline = time.monotonic() + STOP_GRACE_S
+            while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in strays):
+                time.sleep(0.05)
+    return strays

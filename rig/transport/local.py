@@ -1,0 +1,18 @@
+"""Transport to this host itself: the node agent's checks of what this host's kernel can run
+come from the same code as a lab node's (rig doctor, congestion)."""
+
+from __future__ import annotations
+
+import sys
+
+from rig.transport.netns import AGENT
+
+
+class LocalTransport:
+    name = "local"
+
+    def argv(self, host: str, argv: list[str]) -> list[str]:
+        return list(argv)
+
+    def agent_argv(self, host: str) -> list[str]:
+        return [sys.executable, "-u", "-I", str(AGENT)]
