@@ -66,9 +66,12 @@ class Factors(_Strict):
         return v
 
 
-class LinkOverride(_Strict):
-    """Per-path impairments on top of the radio profile (seed 003's lossy links)."""
+class Impairment(_Strict):
+    """What a campaign puts on one hop of the emulated rig, in place of the radio profile's link
+    values, in the direction(s) named: `up` is node -> AP / eNodeB, `down` the reverse. Delay and
+    jitter are one-way, in each direction named (rig.emu.impairments: which hops a path crosses)."""
 
+    direction: Literal["up", "down", "both"] = "up"
     rate_bps: float | None = Field(default=None, gt=0)
     delay_ms: float | None = Field(default=None, ge=0)
     jitter_ms: float | None = Field(default=None, ge=0)
@@ -104,8 +107,19 @@ class Campaign(_Strict):
     # links: per-path pipes + a shared medium per radio network (cheap, real time on 2 cores);
     # simulated: ns-3 LTE cell (LENA) and 802.11 BSSs (docs/emulator.md for what runs in real time)
     radios: Literal["links", "simulated"] = "links"
-    links: dict[Literal["wifi", "lte"], LinkOverride] = {}
+    # The hop each impairment acts on: the senders' WiFi (wifi) or LTE (lte) access link, or the
+    # receivers' side A (receiver_a) or side B (receiver_b) access link.
+    impairments: dict[Literal["wifi", "lte", "receiver_a", "receiver_b"], Impairment] = {}
+    links: None = None  # the old name: refused with a pointer to `impairments`
     limits: Limits = Limits()
+
+    @field_validator("links", mode="before")
+    @classmethod
+    def _links_renamed(cls, v: object) -> None:
+        if v is not None:
+            raise ValueError("replaced by 'impairments', whose entries name the hop they act on (wifi, lte: the "
+                             "senders' access links; receiver_a, receiver_b) and the direction (docs/campaigns.md)")
+        return None
 
     @field_validator("setups")
     @classmethod

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
 
-from rig.emu import netns
+from rig.emu import impairments, netns
 from rig.emu.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
                               attachments_of, gateway_address, topology)
 from rig.errors import RigError
@@ -36,56 +36,59 @@ class RadioSettings:
     wifi_standard: str
     lte_profile: str
     pairs: int
-    links: dict  # kind ("wifi"|"lte") -> LinkOverride fields set by the campaign
+    impairments: dict  # hop (wifi, lte, receiver_a, receiver_b) -> the campaign's Impairment fields
     model: str = "links"  # links: per-path pipes + shared medium; simulated: ns-3 LTE cell and WiFi BSSs
 
 
-def _pipe_params(kind: str, settings: RadioSettings):
+def _profile_pipe(kind: str, settings: RadioSettings):
+    """A station link of the `links` radios as the profile describes it, and the medium's rate
+    (raised to the fastest hop a campaign's impairments ask for)."""
     from rig.emu.radio import Pipe
     from rig.profiles import lte_profile, wifi_profile
 
     emu = (wifi_profile(settings.wifi_standard) if kind == "wifi" else lte_profile(settings.lte_profile)).emulation
-    over = {k: v for k, v in (settings.links.get(kind) or {}).items() if v is not None}
-    rate = over.get("rate_bps", emu.rate_bps)
-    pipe = Pipe(
-        rate_bps=rate,
-        delay_s=over.get("delay_ms", emu.delay_ms) / 1000,
-        jitter_s=over.get("jitter_ms", emu.jitter_ms) / 1000,
-        loss=over.get("loss_pct", emu.loss_pct) / 100,
-    )
-    # A campaign may raise a path's rate above the profile's medium; the medium follows it.
-    return pipe, max(emu.medium_rate_bps, rate)
+    pipe = Pipe(rate_bps=emu.rate_bps, delay_s=emu.delay_ms / 1000, jitter_s=emu.jitter_ms / 1000, loss=emu.loss_pct / 100)
+    return pipe, emu.medium_rate_bps
 
 
 # The simulated cell's PGW and the EPC namespace meet on a /30 of their own (the SGi link).
 SGI_ADDRESS, SGI_GATEWAY = "10.46.0.2/30", "10.46.0.1"
 
 
-def _radio_spec(network: str, kind: str, stations: list[RadioInterface], settings: RadioSettings):
-    """The emulator's spec for one radio network under the settings' radio model."""
-    from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
+def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: list[tuple], settings: RadioSettings):
+    """The emulator's spec for one radio network under the settings' radio model; `pipes` are the
+    stations' (up, down) links: the whole link on `links` radios, impairments on top of ns-3's."""
+    from rig.emu.radio import LteCell, RadioNetworkSpec, Station, WifiBss
     from rig.profiles import lte_profile, wifi_profile
 
     gateway_tap = _tap_name(network, None)
     if settings.model == "links":
-        pipe, medium = _pipe_params(kind, settings)
+        medium = max([_profile_pipe(kind, settings)[1]] + [p.rate_bps for pair in pipes for p in pair])
         return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, medium_rate_bps=medium,
-                                stations=tuple(Station(tap=_tap_name(network, s), up=pipe, down=pipe) for s in stations))
-    # Simulated radios: the medium is ns-3's; only impairments the campaign asks for go on top.
-    extra = settings.links.get(kind) or {}
-    top = Pipe(rate_bps=0, delay_s=(extra.get("delay_ms") or 0) / 1000, jitter_s=(extra.get("jitter_ms") or 0) / 1000,
-               loss=(extra.get("loss_pct") or 0) / 100)
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+                                               for s, (up, down) in zip(stations, pipes)))
     if kind == "wifi":
         w = wifi_profile(settings.wifi_standard)
         return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="wifi",
                                 wifi=WifiBss(standard=w.standard, band_ghz=w.band_ghz, width_mhz=w.width_mhz, channel=w.channel),
-                                stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top) for s in stations))
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+                                               for s, (up, down) in zip(stations, pipes)))
     lte = lte_profile(settings.lte_profile)
     return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte",
                             lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn,
                                           cqi_period_ms=lte.cqi_period_ms),
-                            stations=tuple(Station(tap=_tap_name(network, s), up=top, down=top,
-                                                   address=f"{s.address}/{s.prefixlen}") for s in stations))
+                            stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, address=f"{s.address}/{s.prefixlen}")
+                                           for s, (up, down) in zip(stations, pipes)))
+
+
+def _station_pipes(network: str, kind: str, stations: list[RadioInterface], settings: RadioSettings,
+                   hop_of: dict) -> tuple[list[tuple], list[dict]]:
+    """Each station's (up, down) pipes, and the rows that record what is in force on each hop."""
+    from rig.emu.radio import Pipe
+
+    base = _profile_pipe(kind, settings)[0] if settings.model == "links" else Pipe(rate_bps=0, delay_s=0)
+    pipes = [impairments.station_pipes(base, hop_of.get((s.host, s.ifname)), settings.impairments) for s in stations]
+    return pipes, impairments.hop_rows(network, stations, pipes, hop_of, settings.impairments)
 
 
 def _tap_name(network: str, station: RadioInterface | None) -> str:
@@ -99,6 +102,7 @@ class EmulatedRig:
         self.prefix = prefix
         self.state_dir = STATE_ROOT / prefix
         self.radios: dict[str, object] = {}  # network -> RadioProcess
+        self.hops: list[dict] = []  # what is in force on each station hop (rig.emu.impairments)
         self.stations: dict[str, tuple[str, str]] = {}  # station TAP -> (host, interface)
         self.topo: Topology | None = None
         self.settings: RadioSettings | None = None
@@ -180,13 +184,17 @@ class EmulatedRig:
 
         self.stop_radios()
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
+        hop_of = impairments.hop_names(self.topo)
+        self.hops = []
         workdir = self.state_dir / "radios"
         workdir.mkdir(parents=True, exist_ok=True)
         for network, kind in RADIO_NETWORKS.items():
             stations = self.topo.stations(network)
             if not stations:
                 continue
-            spec = _radio_spec(network, kind, stations, settings)
+            pipes, rows = _station_pipes(network, kind, stations, settings, hop_of)
+            self.hops += rows
+            spec = _radio_spec(network, kind, stations, pipes, settings)
             proc = RadioProcess(spec, self.ns("radio"), workdir)
             proc.start()
             self.radios[network] = proc
