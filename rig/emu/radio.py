@@ -8,7 +8,8 @@ they vanish when the process dies, however it dies.
 
 Files in `workdir`, named after the network: <name>.json (config), <name>.lag.jsonl (one
 line per second: lateness of the simulator behind the wall clock), <name>.stats.jsonl
-(per-station per-second counters), <name>.stderr, <name>.pid.
+(per-station per-second counters), <name>.stderr, <name>.pid, <name>.control (a FIFO: changes
+to the pipes while it runs, rig/emu/control.py) and <name>.events.jsonl (what became of them).
 """
 
 from __future__ import annotations
@@ -24,7 +25,9 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from rig.emu import control
 from rig.emu.build import emulator_binary
+from rig.emu.control import AppliedChange, PipeChange
 from rig.errors import RigError
 
 ETHERNET_FRAME_BYTES = 1514
@@ -180,6 +183,8 @@ def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
         "gateway_tap": spec.gateway_tap,
         "lag_log": str(workdir / f"{spec.name}.lag.jsonl"),
         "stats_log": str(workdir / f"{spec.name}.stats.jsonl"),
+        "control_fifo": str(workdir / f"{spec.name}.control"),
+        "events_log": str(workdir / f"{spec.name}.events.jsonl"),
         "lag_interval_s": spec.lag_interval_s,
         "realtime_priority": spec.realtime_priority,
         "wake_slack_s": spec.wake_slack_s,
@@ -243,6 +248,8 @@ class RadioProcess:
         self.stats_log = Path(f"{base}.stats.jsonl")
         self.stderr_path = Path(f"{base}.stderr")
         self.pid_path = Path(f"{base}.pid")
+        self.control_fifo = Path(f"{base}.control")
+        self.events_log = Path(f"{base}.events.jsonl")
         self._adopt_pid_file()
 
     def __enter__(self) -> RadioProcess:
@@ -262,7 +269,7 @@ class RadioProcess:
             raise RigError(f"the radio emulator is not built ({binary}); run: python -m rig.emu.build")
         self.workdir.mkdir(parents=True, exist_ok=True)
         config = emulator_config(self.spec, self.workdir)
-        for log in (self.lag_log, self.stats_log):
+        for log in (self.lag_log, self.stats_log, self.events_log):
             log.unlink(missing_ok=True)
         self.config_path.write_text(json.dumps(config, indent=1))
         with open(self.stderr_path, "w") as stderr:
@@ -398,3 +405,20 @@ class RadioProcess:
         return [
             r for r in _read_jsonl(self.stats_log) if "station" in r and _in_window(r, since, until)
         ]
+
+    def schedule(self, changes: list[PipeChange]) -> list[str]:
+        """Hands changes to the running emulator; each takes effect at its `at` (unix time; a
+        time already past: at once). Returns once the emulator has scheduled them all, with
+        their ids (AppliedChange.id). Checks every change first and sends none if one is bad:
+        RigError (unknown TAP, bad value), InputError (a trace file that does not parse)."""
+        taps = {s.tap for s in self.spec.stations}
+        for change in changes:
+            control.check_change(change, self.spec.name, taps)
+        if not self.alive():
+            raise RigError(f"radio network {self.spec.name} is not running")
+        return control.send(self.control_fifo, self.events_log, self.workdir, self.spec.name, list(changes))
+
+    def applied(self, since: float = 0.0, until: float = math.inf) -> list[AppliedChange]:
+        """The changes that took effect in [since, until] (unix times), with planned and actual
+        times, in the order they took effect."""
+        return control.applied(self.events_log, since, until)

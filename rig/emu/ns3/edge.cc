@@ -19,7 +19,10 @@ MakePipe(const Json& j, ns3::Ptr<ns3::UniformRandomVariable> random)
 StationEdge::StationEdge(const Json& station, ns3::Ptr<ns3::UniformRandomVariable> random)
     : m_tap(station.Str("tap")),
       m_up(MakePipe(station.At("up"), random)),
-      m_down(MakePipe(station.At("down"), random))
+      m_down(MakePipe(station.At("down"), random)),
+      m_upConfig(PipeConfigFrom(station.At("up"))),
+      m_downConfig(PipeConfigFrom(station.At("down"))),
+      m_random(random)
 {
     m_device = MakeTapDevice(OpenTap(m_tap));
     m_tapMac = rigemu::TapMac(m_tap);
@@ -70,6 +73,30 @@ StationEdge::Downlink(Frame frame)
     }
     frame.out = m_device;
     frame.Forward();
+}
+
+Pipe*
+StationEdge::ControlPipe(bool up)
+{
+    std::unique_ptr<Pipe>& pipe = up ? m_up : m_down;
+    if (!pipe)
+    {
+        pipe = std::make_unique<Pipe>(up ? m_upConfig : m_downConfig, m_random);
+    }
+    return pipe.get();
+}
+
+StationEdge*
+FindEdge(const std::vector<std::unique_ptr<StationEdge>>& edges, const std::string& tap)
+{
+    for (const auto& edge : edges)
+    {
+        if (edge->Tap() == tap)
+        {
+            return edge.get();
+        }
+    }
+    return nullptr;
 }
 
 void

@@ -45,6 +45,10 @@ class StationEdge
     // A frame the radio delivered, towards the node (through the down pipe, if any).
     void Downlink(Frame frame);
 
+    // The up or down impairment pipe for a runtime change; made (passing frames unchanged
+    // until changed) if the config had none, so an unimpaired station costs nothing per frame.
+    Pipe* ControlPipe(bool up);
+
     // Radio-side counters: frames the radio carried for this station in the last second.
     void CountUp(uint32_t bytes);
 
@@ -65,12 +69,18 @@ class StationEdge
     ns3::Mac48Address m_tapMac;
     std::unique_ptr<Pipe> m_up;   // null: no impairment on top of the radio
     std::unique_ptr<Pipe> m_down;
+    PipeConfig m_upConfig; // what ControlPipe starts a missing pipe from (its queue limit)
+    PipeConfig m_downConfig;
+    ns3::Ptr<ns3::UniformRandomVariable> m_random;
     EdgeCounters m_counters;
 };
 
 // Opens every station of the config ("stations": [{"tap", "up", "down"}]).
 std::vector<std::unique_ptr<StationEdge>> OpenStationEdges(const Json& config,
                                                            ns3::Ptr<ns3::UniformRandomVariable> random);
+
+// The edge of `tap` among `edges`, or null.
+StationEdge* FindEdge(const std::vector<std::unique_ptr<StationEdge>>& edges, const std::string& tap);
 
 // Pipe settings from the config; null when the pipe would do nothing (rate 0, no delay/loss).
 std::unique_ptr<Pipe> MakePipe(const Json& pipe, ns3::Ptr<ns3::UniformRandomVariable> random);

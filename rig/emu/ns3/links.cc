@@ -152,6 +152,32 @@ LinksNetwork::FromStation(size_t index, Frame frame)
     }
 }
 
+bool
+LinksNetwork::HasStation(const std::string& tap) const
+{
+    for (const auto& s : m_stations)
+    {
+        if (s.tap == tap)
+        {
+            return true;
+        }
+    }
+    return false;
+}
+
+Pipe*
+LinksNetwork::StationPipe(const std::string& tap, bool up)
+{
+    for (auto& s : m_stations)
+    {
+        if (s.tap == tap)
+        {
+            return up ? s.up.get() : s.down.get();
+        }
+    }
+    return nullptr;
+}
+
 void
 LinksNetwork::WriteStats(std::FILE* out, double unixTime)
 {

@@ -22,6 +22,8 @@ class LinksNetwork : public RadioNetwork
     explicit LinksNetwork(const Json& config);
 
     void WriteStats(std::FILE* out, double unixTime) override;
+    bool HasStation(const std::string& tap) const override;
+    Pipe* StationPipe(const std::string& tap, bool up) override;
 
   private:
     struct Station

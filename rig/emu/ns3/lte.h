@@ -27,6 +27,12 @@ class LteNetwork : public RadioNetwork
 
     bool Ready() const override;
     void WriteStats(std::FILE* out, double unixTime) override;
+    bool HasStation(const std::string& tap) const override { return FindEdge(m_edges, tap) != nullptr; }
+    Pipe* StationPipe(const std::string& tap, bool up) override
+    {
+        StationEdge* edge = FindEdge(m_edges, tap);
+        return edge ? edge->ControlPipe(up) : nullptr;
+    }
 
   private:
     // Per UE and second: what the eNodeB's uplink scheduler and SRS measurements saw.

@@ -2,6 +2,7 @@
 // station TAPs. Started by rig/emu/radio.py as `ip netns exec NS radio-emulator --config FILE`.
 // Prints READY once every TAP is open and the simulator runs; SIGTERM/SIGINT end it cleanly.
 
+#include "control.h"
 #include "json.h"
 #include "links.h"
 #include "lte.h"
@@ -146,6 +147,11 @@ main(int argc, char** argv)
                                     return requested;
                                 });
         monitor.Start();
+        std::unique_ptr<rigemu::Control> control;
+        if (config.Has("control_fifo"))
+        {
+            control = std::make_unique<rigemu::Control>(config.Str("control_fifo"), config.Str("events_log"), *network);
+        }
         // Announce once the network can carry traffic (WiFi associated, LTE attached).
         double readyTimeout = config.Num("ready_timeout_s", 10.0);
         std::function<void()> announceWhenReady;

@@ -2,9 +2,12 @@
 #pragma once
 
 #include <cstdio>
+#include <string>
 
 namespace rigemu
 {
+
+class Pipe;
 
 class RadioNetwork
 {
@@ -16,6 +19,12 @@ class RadioNetwork
 
     // Appends one JSON line per station with the counters of the second that just ended.
     virtual void WriteStats(std::FILE* out, double unixTime) = 0;
+
+    // Runtime control (control.h): whether a station TAP belongs to this network, and the pipe
+    // of one direction of it (kinds lte/wifi: the impairment pipe on top of the radio, made on
+    // first use). Null for an unknown TAP.
+    virtual bool HasStation(const std::string& tap) const = 0;
+    virtual Pipe* StationPipe(const std::string& tap, bool up) = 0;
 };
 
 } // namespace rigemu

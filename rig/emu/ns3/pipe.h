@@ -13,6 +13,10 @@
 #include <array>
 #include <cstdint>
 #include <deque>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
 
 namespace rigemu
 {
@@ -56,6 +60,34 @@ struct PipeConfig
 // {"rate_bps", "delay_s", "jitter_s", "loss", "queue_packets"} from the config.
 PipeConfig PipeConfigFrom(const Json& pipe);
 
+// A rate profile in Mahimahi's format: delivery opportunities at millisecond offsets within one
+// period, repeated for ever. Each opportunity carries one full-size frame (1514 bytes on the
+// wire: a 1500-byte packet and its Ethernet header); bytes not used while the queue is empty
+// are lost, a frame larger than what is left waits for the next opportunity.
+struct Trace
+{
+    std::vector<uint32_t> ms; // sorted, every value in (0, periodMs]
+    uint32_t periodMs = 0;
+
+    static constexpr uint32_t kOpportunityBytes = 1514;
+};
+
+// One integer (ms) per line, non-decreasing, the last > 0 (rig/emu/control.py checks the
+// user's file and writes it out this way). Throws std::runtime_error naming the file.
+std::shared_ptr<const Trace> LoadTrace(const std::string& path);
+
+// A change made to a running pipe; fields left unset keep their value.
+struct PipeUpdate
+{
+    std::optional<double> rateBps; // also ends a trace
+    std::optional<double> delayS;
+    std::optional<double> jitterS;
+    std::optional<double> loss;
+    std::optional<uint32_t> queuePackets;
+    std::optional<bool> up;             // false: cut (every frame dropped), true: restored
+    std::shared_ptr<const Trace> trace; // set: the rate follows the trace from now on
+};
+
 struct PipeCounters
 {
     uint64_t frames = 0; // delivered
@@ -75,10 +107,20 @@ class Pipe
 
     size_t QueueLength() const { return m_queue.size(); }
 
+    // Runtime control (rig/emu/control.py): takes effect now. A frame being serialised
+    // finishes at the old rate; a cut drops the queue and the frames still in flight.
+    void Apply(const PipeUpdate& update);
+
   private:
     void StartNext();
     void EndTransmission();
+    void TraceOpportunity(uint32_t count);
+    void Depart(Frame frame); // left the server: loss, then delay + jitter
     void Deliver(Frame frame);
+    void Restart(); // drops the pending service event and starts serving again in the new mode
+
+    // The first trace opportunity at or after `at`, and how many opportunities share that instant.
+    std::pair<ns3::Time, uint32_t> NextOpportunity(ns3::Time at) const;
 
     PipeConfig m_config;
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
@@ -86,6 +128,11 @@ class Pipe
     bool m_busy = false;
     ns3::Time m_lastDelivery; // keeps jittered deliveries in FIFO order
     PipeCounters m_counters;
+    ns3::EventId m_service; // the pending end of transmission, or trace opportunity
+    bool m_up = true;       // false: cut
+    std::shared_ptr<const Trace> m_trace; // set: the rate follows it (m_config.rateBps unused)
+    ns3::Time m_traceOrigin;
+    uint32_t m_credit = 0; // bytes of opportunities the queue has not used yet
 };
 
 } // namespace rigemu

@@ -41,6 +41,10 @@ class PollingRealtimeSimulatorImpl : public ns3::SimulatorImpl
     // just read arrived now, however far behind the simulated clock is.
     ns3::EventId ScheduleWallClockNow(uint32_t context, ns3::EventImpl* event);
 
+    // Nanoseconds of wall clock since simulated time 0 (while Run() runs): an event scheduled
+    // at this simulated time is due now.
+    uint64_t WallClockNs() const { return WallNs(); }
+
     // While events are due back to back, the TAPs are still checked at least this often.
     void SetPollInterval(ns3::Time interval) { m_pollIntervalNs = interval.GetNanoSeconds(); }
 

@@ -25,6 +25,12 @@ class WifiNetwork : public RadioNetwork
 
     bool Ready() const override;
     void WriteStats(std::FILE* out, double unixTime) override;
+    bool HasStation(const std::string& tap) const override { return FindEdge(m_edges, tap) != nullptr; }
+    Pipe* StationPipe(const std::string& tap, bool up) override
+    {
+        StationEdge* edge = FindEdge(m_edges, tap);
+        return edge ? edge->ControlPipe(up) : nullptr;
+    }
 
   private:
     bool FromGateway(ns3::Ptr<ns3::NetDevice>,
