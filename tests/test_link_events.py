@@ -245,3 +245,21 @@ def test_bad_trace_files(tmp_path):
     trace = load_trace(path)
     # opportunities at 0, 3, 3, 10, then (period 10) 10, 13, 13: seven in the first 20 ms
     assert trace.period_ms == 10 and trace.rate_bps(0, 0.02) == pytest.approx(7 * 1500 * 8 / 0.02)
+
+
+def test_emulated_rig_finds_a_nodes_station(emulator, rig_prefix):
+    from rig.emu.rig import EmulatedRig, RadioSettings
+
+    rig = EmulatedRig(rig_prefix)
+    rig.up(RadioSettings("II", "n5", "band7-10mhz", 1, {}))
+    lte = next(i for i in rig.topo.interfaces if i.network == "cell")
+    network, tap = rig.station_tap(lte.host, lte.ifname)
+    assert network == "cell" and rig.stations[tap] == (lte.host, lte.ifname)
+    rig.radios[network].schedule([PipeChange(time.time(), tap, state="down")])
+    for _ in range(100):
+        if rig.radios[network].applied():
+            break
+        time.sleep(0.01)
+    assert [c.tap for c in rig.radios[network].applied()] == [tap]
+    with pytest.raises(RigError, match=f"no radio station for {lte.host} eth9"):
+        rig.station_tap(lte.host, "eth9")

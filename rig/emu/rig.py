@@ -213,6 +213,18 @@ class EmulatedRig:
         self.settings = settings
         self._save_state()
 
+    def station_tap(self, host: str, interface: str) -> tuple[str, str]:
+        """(radio network, station TAP) of a node's radio interface: where a change during a run
+        goes (self.radios[network].schedule, docs/emulator.md). RigError if the running radios
+        have no such station."""
+        for tap, where in self.stations.items():
+            if where != (host, interface):
+                continue
+            for network, proc in self.radios.items():
+                if any(s.tap == tap for s in proc.spec.stations):  # type: ignore[attr-defined]
+                    return network, tap
+        raise RigError(f"no radio station for {host} {interface} on emulated rig {self.prefix}")
+
     def _move_tap(self, tap: str, target_ns: str, name: str) -> None:
         netns.ip("link", "set", tap, "netns", target_ns, netns=self.ns("radio"))
         netns.ip("link", "set", tap, "name", name, netns=target_ns)
