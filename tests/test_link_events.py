@@ -18,10 +18,10 @@ from pathlib import Path
 import pytest
 
 from rig.emu.control import PipeChange
-from rig.emu.radio import Pipe, RadioNetworkSpec, Station, WifiBss
+from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
 from rig.emu.traces import load_trace
 from rig.errors import InputError, RigError
-from test_radio_emulator import SUBNET, emulator_built, netns, star  # noqa: F401 (fixtures)
+from test_radio_emulator import SUBNET, UE_SUBNET, cell, emulator_built, netns, star  # noqa: F401 (fixtures)
 
 pytestmark = [
     pytest.mark.emulated,
@@ -189,6 +189,18 @@ def test_trace_is_followed(emulator_built, netns, tmp_path):
         assert ip_rate_bps(rows, since, since + 1) == pytest.approx(expected, rel=0.12), second
 
 
+def cut_on_radio_station(radio, gw, node):
+    def cut(start):
+        radio.schedule([PipeChange(start + 0.8, "nsts0", direction="up", state="down"),
+                        PipeChange(start + 1.6, "nsts0", direction="up", state="up")])
+
+    rows, _ = udp_run(gw, node, pps=300, seconds=2.5, size=200, changes_at=cut)
+    down, up = radio.applied()
+    assert not [r for r in rows if down.actual <= r[1] < up.actual - 0.05]
+    assert len([r for r in rows if r[1] < down.actual - 0.1]) >= 150
+    assert len([r for r in rows if r[1] >= up.actual]) >= 200
+
+
 def test_cut_on_a_wifi_station(emulator_built, netns, tmp_path):
     """kinds wifi/lte: the change acts on the impairment pipe on top of the radio (made on
     first use when the station had none)."""
@@ -196,15 +208,16 @@ def test_cut_on_a_wifi_station(emulator_built, netns, tmp_path):
     spec = RadioNetworkSpec("bss", "nstgw", (station,), kind="wifi", wifi=WifiBss("g", 2.4, 20))
     radio, gw, (node,) = star(spec, netns, tmp_path)
     with radio:
-        def cut(start):
-            radio.schedule([PipeChange(start + 0.8, "nsts0", direction="up", state="down"),
-                            PipeChange(start + 1.6, "nsts0", direction="up", state="up")])
+        cut_on_radio_station(radio, gw, node)
 
-        rows, _ = udp_run(gw, node, pps=300, seconds=2.5, size=200, changes_at=cut)
-        down, up = radio.applied()
-    assert not [r for r in rows if down.actual <= r[1] < up.actual - 0.05]
-    assert len([r for r in rows if r[1] < down.actual - 0.1]) >= 150
-    assert len([r for r in rows if r[1] >= up.actual]) >= 200
+
+def test_cut_on_an_lte_ue(emulator_built, netns, tmp_path):
+    ue = Station("nsts0", Pipe(0, 0), Pipe(0, 0), address=f"{UE_SUBNET}.2/24")
+    spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte",
+                            lte=LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1"))
+    radio, gw, (node,) = cell(spec, netns, tmp_path)
+    with radio:
+        cut_on_radio_station(radio, gw, node)
 
 
 def test_bad_changes_are_refused_and_nothing_is_sent(emulator_built, netns, tmp_path):
