@@ -51,3 +51,32 @@ def test_plan_cli_prints_runs_and_estimate(tmp_path):
     p = run_rig("campaign", "plan", str(f), check=True)
     assert "72 runs" in p.stdout and "estimated duration" in p.stdout
     assert p.stdout.count("-cubic-") + p.stdout.count("-reno-") == 72
+
+
+def test_runs_are_ordinary_runs_and_the_estimate_is_per_run():
+    from dataclasses import asdict
+
+    from rig.campaign.estimate import plan_seconds, run_estimates, run_seconds
+    from rig.campaign.plan import Run
+
+    plan = expand(parse_campaign(TEXT, "t"))
+    for r in plan.runs:
+        assert r.to_dict() == asdict(r) and Run(**r.to_dict()) == r and hash(Run(**r.to_dict())) == hash(r)
+    lte = plan.campaign.lte_profile
+    assert run_estimates(plan) == [run_seconds(r, lte) for r in plan.runs]
+    assert plan_seconds(plan) == plan_seconds(plan, run_estimates(plan)) > 0
+
+
+def test_a_profile_is_parsed_once_and_again_after_an_edit(tmp_path):
+    import os
+    import shutil
+
+    from rig.profiles import RADIO_CONFIGS, wifi_profile
+
+    shutil.copytree(RADIO_CONFIGS / "wifi", tmp_path / "wifi")
+    first = wifi_profile("n5", root=tmp_path)
+    assert wifi_profile("n5", root=tmp_path) is first  # cached
+    path = tmp_path / "wifi" / "n5.yaml"
+    path.write_text(path.read_text().replace(f"channel: {first.channel}", "channel: 40", 1))
+    os.utime(path, ns=(0, path.stat().st_mtime_ns + 1_000_000_000))
+    assert wifi_profile("n5", root=tmp_path).channel == 40

@@ -56,7 +56,7 @@ def plan(file: Path, as_json: bool) -> None:
     """Validate FILE, expand it into runs and estimate the duration."""
     import json
 
-    from rig.campaign.estimate import plan_seconds, run_seconds
+    from rig.campaign.estimate import plan_seconds, run_estimates
     from rig.campaign.model import load_campaign
     from rig.campaign.plan import expand
 
@@ -69,9 +69,10 @@ def plan(file: Path, as_json: bool) -> None:
         return
     click.echo(f"campaign {c.name}: {len(p.runs)} runs, seed {c.seed}, blocks by {', '.join(c.blocking) or 'none'}")
     click.echo(f"{'#':>4}  {'run id':<44} {'block':<10} {'est.':>6}")
-    for r in p.runs:
-        click.echo(f"{r.index + 1:>4}  {r.run_id:<44} {r.block:<10} {run_seconds(r, c.lte_profile):5.1f}s")
-    click.echo(f"estimated duration: {_fmt_duration(plan_seconds(p))}")
+    estimates = run_estimates(p)  # the profiles are read once, not per run
+    for r, seconds in zip(p.runs, estimates):
+        click.echo(f"{r.index + 1:>4}  {r.run_id:<44} {r.block:<10} {seconds:5.1f}s")
+    click.echo(f"estimated duration: {_fmt_duration(plan_seconds(p, estimates))}")
 
 
 @campaign.command()

@@ -26,11 +26,28 @@ def run_seconds(run: Run, lte_name: str) -> float:
     return run.volume_bytes * 8 / _pair_rate_bps(run, lte_name) + RUN_OVERHEAD_S
 
 
-def plan_seconds(plan: Plan) -> float:
-    total, radio = 0.0, None
+def run_estimates(plan: Plan) -> list[float]:
+    """run_seconds of every run in plan order. The rate depends on a handful of factors only, so
+    it is computed once per distinct (setup, homing, WiFi standard, pairs), not once per run."""
+    lte_name = plan.campaign.lte_profile
+    rates: dict[tuple, float] = {}
+    out = []
     for run in plan.runs:
+        key = (run.setup, run.homing, run.wifi_standard, run.pairs)
+        rate = rates.get(key)
+        if rate is None:
+            rate = rates[key] = _pair_rate_bps(run, lte_name)
+        out.append(run.volume_bytes * 8 / rate + RUN_OVERHEAD_S)
+    return out
+
+
+def plan_seconds(plan: Plan, estimates: list[float] | None = None) -> float:
+    """The whole plan: its runs plus a radio rebuild wherever the radios change.
+    `estimates`: run_estimates(plan) when the caller has them already."""
+    total, radio = 0.0, None
+    for run, seconds in zip(plan.runs, estimates if estimates is not None else run_estimates(plan)):
         if run.radio_key != radio:
             total += RADIO_REBUILD_S
             radio = run.radio_key
-        total += run_seconds(run, plan.campaign.lte_profile)
+        total += seconds
     return total
