@@ -198,3 +198,83 @@ def test_a_database_that_cannot_be_created_gets_an_error_that_says_how(influxd, 
     assert "database 'lab/night' does not exist and could not be created (invalid name" in result.error
     assert "CREATE DATABASE" in result.error and "influx v1 dbrp create" in result.error
     assert "\n" not in result.error and "tok-xyz-987" not in result.error
+
+
+def test_columns_write_what_line_writes_row_by_row():
+    """The column-wise encoder against lineproto.line, one row at a time: escapes, nulls, NaN and
+    inf left out, float32, dictionary strings, the `sub` tag of id-like columns, empty rows dropped."""
+    import pyarrow as pa
+
+    from rig.influx.lineproto import field_set
+    from rig.influx.schema import generic_blocks
+
+    table = pa.table({
+        "time": [1.25, 2.5, 3.75, 5.000000001, 6.5],
+        "network": ["ap 1", "a,b=c", None, "", "cell"],
+        "local": ["10.0.0.1:5", None, "10.0.0.1:5", 'q"x\\y\nz', "10.0.0.2:6"],
+        "kind": pa.array(["x", "y", "x", "y", "x"]).dictionary_encode(),
+        "count": pa.array([1, None, -3, None, 7], pa.int64()),
+        "ratio": [0.5, math.nan, math.inf, None, 12.75],
+        "f32": pa.array([0.1, None, None, None, 2.5], pa.float32()),
+        "flag": pa.array([True, None, False, None, None], pa.bool_()),
+    })
+    tags = {"campaign": "c 1", "setup": "I", "homing": "dual", "cc": None, "wifi_standard": "n5"}
+    ids = {"run_id": "r-1", "campaign_id": "20240501T010000Z"}
+    rows = table.to_pylist()
+    subs: dict = {}
+    expected = []
+    for row in rows:
+        sub = subs.setdefault(row["local"], len(subs))
+        values = {k: row[k] for k in ("local", "count", "ratio", "f32", "flag")}
+        if not field_set(values):
+            continue
+        expected.append(line("m,x", {**tags, "network": row["network"], "kind": row["kind"], "sub": sub},
+                             {**values, **ids}, seconds_to_ns(row["time"])))
+    for rows_per_block in (2, 50_000):
+        blocks = list(generic_blocks("m,x", table, tags, ids, rows_per_block))
+        got = b"".join(b.data for b in blocks).decode()
+        assert got.splitlines() == expected and got.endswith("\n")
+        assert sum(b.points for b in blocks) == len(expected) == 4
+
+
+def test_gzip_and_small_batches_write_the_same_points_once(influxd, tmp_path, monkeypatch):
+    from rig.influx import sink as sink_module
+
+    monkeypatch.setattr(sink_module, "MAX_BODY_BYTES", 3000)  # blocks are cut at line ends too
+    campaign = write_campaign(tmp_path, samples_per_series=6, repetitions=1)
+    server.create_database(influxd.url, "gz")
+    sink = Sink(InfluxConfig(url=influxd.url, db="gz", gzip=True, batch_lines=20))
+    result = sync(campaign.path, sink)
+    assert result.ok and sorted(result.written) == sorted(campaign.run_ids), result.error
+    assert result.points == (campaign.interface_samples + campaign.lag_samples + campaign.subflow_samples
+                             + campaign.runs_rows)
+    assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
+    assert count(sink, "subflows", "cwnd") == campaign.subflow_samples
+    assert count(sink, "run", "status") == campaign.runs_rows
+    assert sync(campaign.path, sink).written == []
+
+
+def test_interface_rates_come_from_the_previous_sample_of_the_same_interface():
+    import pyarrow as pa
+
+    from rig.influx.schema import interface_blocks
+
+    table = pa.table({  # unsorted; s1 lte0's counter goes back once (a reset: no rate there)
+        "time": [2.0, 1.0, 1.0, 3.0, 2.5, 4.0],
+        "host": ["s1", "s1", "s2", "s1", "s2", "s1"],
+        "interface": ["lte0", "lte0", "lte0", "lte0", "lte0", "lte0"],
+        "path": ["lte"] * 6,
+        "tx_bytes": pa.array([3000, 1000, 10, 500, None, 900], pa.int64()),
+        "rx_bytes": pa.array([30, 10, 1, 40, 5, 50], pa.int64()),
+    })
+    ids = {"run_id": "r"}
+    got = b"".join(b.data for b in interface_blocks(table, {"campaign": "c", "cc": None}, ids)).decode().splitlines()
+    s1, s2 = "iface,campaign=c,host=s1,interface=lte0,path=lte", "iface,campaign=c,host=s2,interface=lte0,path=lte"
+    assert got == [
+        f'{s1} tx_bytes=1000i,rx_bytes=10i,run_id="r" 1000000000',
+        f'{s1} tx_bytes=3000i,rx_bytes=30i,tx_rate_bps=16000,rx_rate_bps=160,run_id="r" 2000000000',
+        f'{s1} tx_bytes=500i,rx_bytes=40i,rx_rate_bps=80,run_id="r" 3000000000',
+        f'{s1} tx_bytes=900i,rx_bytes=50i,tx_rate_bps=3200,rx_rate_bps=80,run_id="r" 4000000000',
+        f'{s2} tx_bytes=10i,rx_bytes=1i,run_id="r" 1000000000',
+        f'{s2} rx_bytes=5i,rx_rate_bps=21.333333333333332,run_id="r" 2500000000',
+    ]

@@ -11,7 +11,7 @@ import tomllib
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from pydantic import BaseModel, ConfigDict, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from rig.errors import InputError
 
@@ -27,7 +27,8 @@ class InfluxConfig(BaseModel):
     user: str | None = None
     password: SecretStr | None = None
     token: SecretStr | None = None
-    batch_lines: int = 5000
+    batch_lines: int = Field(default=50_000, ge=1)
+    gzip: bool = False
     timeout_s: float = 10.0
 
     @field_validator("url")

@@ -8,8 +8,6 @@ from __future__ import annotations
 import math
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 
 _MEASUREMENT = str.maketrans({",": r"\,", " ": r"\ ", "\n": " "})
 _KEY = str.maketrans({",": r"\,", "=": r"\=", " ": r"\ ", "\n": " "})
@@ -66,10 +64,3 @@ def seconds_to_ns(seconds: float) -> int:
     """Unix seconds (float) to integer nanoseconds, the same every time for the same float."""
     whole = math.floor(seconds)
     return whole * 1_000_000_000 + round((seconds - whole) * 1e9)
-
-
-def time_column_ns(column: pa.ChunkedArray | pa.Array) -> list[int]:
-    """A `time` column (float unix seconds or an Arrow timestamp) as integer nanoseconds."""
-    if pa.types.is_timestamp(column.type):
-        return pc.cast(column, pa.timestamp("ns", tz=column.type.tz)).cast(pa.int64()).to_pylist()
-    return [seconds_to_ns(t) for t in column.to_pylist()]

@@ -22,10 +22,14 @@ from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
-from rig.influx.lineproto import escape_measurement, field_set, line, seconds_to_ns, tag_set, time_column_ns
+from rig.influx.columns import (ROWS_PER_BLOCK, Block, as_array, concat, field_piece, field_text, lines, sub_index,
+                                tag_prefix, time_ns)
+from rig.influx.lineproto import field_set, field_value, line, seconds_to_ns
 
 SCHEMA_VERSION = 1
 RUN_TAGS = ("campaign", "setup", "homing", "cc", "wifi_standard")
@@ -66,61 +70,66 @@ def campaign_info(campaign_dir: Path) -> tuple[str | None, str | None]:
     return None, None
 
 
-def interface_lines(table: pa.Table, tags: dict, ids: dict) -> Iterator[str]:
-    cols = {c: table.column(c).to_pylist() for c in ("host", "interface", "path", "tx_bytes", "rx_bytes")}
-    times = table.column("time").to_pylist()
-    ts = time_column_ns(table.column("time"))
-    prefixes: dict[tuple, str] = {}
-    last: dict[tuple, tuple[float, int, int]] = {}
-    id_fields = field_set(ids)
+def interface_blocks(table: pa.Table, tags: dict, ids: dict, rows_per_block: int = ROWS_PER_BLOCK) -> Iterator[Block]:
+    """`iface` points: the counters, and the rates from the previous sample of the same interface."""
     # Rates need each interface's samples in time order; the file need not be sorted.
-    for i in sorted(range(len(times)), key=lambda i: (cols["host"][i], cols["interface"][i], times[i])):
-        key = (cols["host"][i], cols["interface"][i], cols["path"][i])
-        prefix = prefixes.get(key)
-        if prefix is None:
-            prefix = "iface" + tag_set({**tags, "host": key[0], "interface": key[1], "path": key[2]})
-            prefixes[key] = prefix
-        tx, rx, t = cols["tx_bytes"][i], cols["rx_bytes"][i], times[i]
-        fields = [] if tx is None else [f"tx_bytes={int(tx)}i"]
-        if rx is not None:
-            fields.append(f"rx_bytes={int(rx)}i")
-        prev = last.get(key)
-        if prev is not None and t is not None and t > prev[0]:
-            dt = t - prev[0]
-            if tx is not None and prev[1] is not None and tx >= prev[1]:
-                fields.append(f"tx_rate_bps={(tx - prev[1]) * 8 / dt!r}")
-            if rx is not None and prev[2] is not None and rx >= prev[2]:
-                fields.append(f"rx_rate_bps={(rx - prev[2]) * 8 / dt!r}")
-        last[key] = (t, tx, rx)
-        if fields:
-            yield f"{prefix} {','.join(fields)},{id_fields} {ts[i]}"
+    table = table.take(pc.sort_indices(table, [("host", "ascending"), ("interface", "ascending"),
+                                               ("path", "ascending"), ("time", "ascending")]))
+    keys = {c: as_array(table.column(c)) for c in ("host", "interface", "path")}
+    ts = time_ns(table.column("time"))
+    time_col = as_array(table.column("time"))
+    t = ts / 1e9 if pa.types.is_timestamp(time_col.type) else time_col.cast(pa.float64()).to_numpy(zero_copy_only=False)
+    n = table.num_rows
+    # prev[i]: row i-1 is the same interface's previous sample, with an earlier time
+    prev = np.zeros(n, dtype=bool)
+    if n > 1:
+        same = np.ones(n - 1, dtype=bool)
+        for col in keys.values():
+            same &= pc.fill_null(pc.equal(col.slice(1), col.slice(0, n - 1)), False).to_numpy(zero_copy_only=False)
+        prev[1:] = same & (t[1:] > t[:-1])
+    fields = []
+    for name in ("tx_bytes", "rx_bytes"):
+        col = as_array(table.column(name))
+        fields.append(field_piece(name, concat(col.cast(pa.int64(), safe=False).cast(pa.string()), "i")))
+    for name in ("tx_bytes", "rx_bytes"):
+        col = as_array(table.column(name))
+        valid = col.is_valid().to_numpy(zero_copy_only=False)
+        v = col.fill_null(0).to_numpy(zero_copy_only=False)
+        ok = prev.copy()
+        ok[1:] &= valid[1:] & valid[:-1] & (v[1:] >= v[:-1])
+        rate = np.zeros(n)
+        rate[1:] = (v[1:] - v[:-1]) * 8 / np.where(ok[1:], t[1:] - t[:-1], 1.0)
+        text = pa.array(rate, mask=~ok).cast(pa.string())
+        fields.append(field_piece(name.replace("_bytes", "_rate_bps"), text))
+    prefix = tag_prefix("iface", tags, keys)
+    yield from lines(prefix, fields, "," + field_set(ids), ts, rows_per_block)
 
 
-def generic_lines(measurement: str, table: pa.Table, tags: dict, ids: dict) -> Iterator[str]:
+def generic_blocks(measurement: str, table: pa.Table, tags: dict, ids: dict,
+                   rows_per_block: int = ROWS_PER_BLOCK) -> Iterator[Block]:
+    """Any other time series: string columns are tags, the rest fields (see the module doc)."""
     strings = [f.name for f in table.schema if f.name != "time"
                and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                     or pa.types.is_dictionary(f.type))]
     tag_cols = [c for c in strings if c not in ID_LIKE and c not in tags]
     field_cols = [f.name for f in table.schema if f.name != "time" and f.name not in tag_cols]
     id_cols = [c for c in field_cols if c in strings]
-    ts = time_column_ns(table.column("time"))
-    tag_values = {c: table.column(c).to_pylist() for c in tag_cols}
-    field_values = {c: table.column(c).to_pylist() for c in field_cols}
-    sub_index: dict[tuple, int] = {}
-    m = escape_measurement(measurement)
-    id_fields = field_set(ids)
-    for i in range(table.num_rows):
-        point_tags = {**tags, **{c: tag_values[c][i] for c in tag_cols}}
-        if id_cols:
-            ident = tuple(field_values[c][i] for c in id_cols)
-            point_tags["sub"] = sub_index.setdefault(ident, len(sub_index))
-        fs = field_set({c: field_values[c][i] for c in field_cols})
-        if fs:
-            yield f"{m}{tag_set(point_tags)} {fs},{id_fields} {ts[i]}"
+    columns = {c: as_array(table.column(c)) for c in tag_cols}
+    if id_cols:
+        columns["sub"] = sub_index([as_array(table.column(c)) for c in id_cols])
+    fields = []
+    for c in field_cols:
+        col = as_array(table.column(c))
+        text = field_text(col)
+        if text is None:  # a type the columns do not handle: one value at a time
+            text = pa.array([field_value(v) for v in col.to_pylist()], pa.string())
+        fields.append(field_piece(c, text))
+    yield from lines(tag_prefix(measurement, tags, columns), fields, "," + field_set(ids), time_ns(table.column("time")),
+                     rows_per_block)
 
 
-def timeseries_lines(run_dir: Path) -> Iterator[str]:
-    """Every time-series point of a run, file by file."""
+def timeseries_blocks(run_dir: Path, rows_per_block: int = ROWS_PER_BLOCK) -> Iterator[Block]:
+    """Every time-series point of a run, file by file, in blocks of at most rows_per_block lines."""
     tags, ids = run_context(run_dir)
     for path in sorted((run_dir / "timeseries").glob("*.parquet")):
         table = pq.read_table(path)
@@ -128,9 +137,9 @@ def timeseries_lines(run_dir: Path) -> Iterator[str]:
             continue
         measurement = MEASUREMENT_OF_FILE.get(path.stem, path.stem)
         if measurement == "iface":
-            yield from interface_lines(table, tags, ids)
+            yield from interface_blocks(table, tags, ids, rows_per_block)
         else:
-            yield from generic_lines(measurement, table, tags, ids)
+            yield from generic_blocks(measurement, table, tags, ids, rows_per_block)
 
 
 def summary_lines(rows: list[dict], campaign: tuple[str | None, str | None],

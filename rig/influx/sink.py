@@ -8,13 +8,15 @@ never credentials) so that `rig sync` writes each run once per destination.
 from __future__ import annotations
 
 import base64
+import gzip
+import itertools
 import json
 import logging
 import os
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -24,10 +26,14 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rig.influx.config import InfluxConfig, load_config
-from rig.influx.schema import SCHEMA_VERSION, campaign_info, summary_lines, timeseries_lines
+from rig.influx.columns import Block
+from rig.influx.schema import SCHEMA_VERSION, campaign_info, summary_lines, timeseries_blocks
 
 log = logging.getLogger(__name__)
 MARKER = "influx.json"
+# influxd 1.x refuses a body over 25 MB ([http] max-body-size); batch_lines points of a wide
+# time series could pass that, so a POST also stops at this size.
+MAX_BODY_BYTES = 10_000_000
 
 
 class SinkError(Exception):
@@ -40,6 +46,13 @@ class SinkError(Exception):
 
 class SinkUnreachable(SinkError):
     pass
+
+
+@dataclass(frozen=True)
+class EncodedRun:
+    run_dir: Path
+    blocks: tuple[Block, ...]  # its time series, then its summary points
+    summary_rows: int
 
 
 @dataclass(frozen=True)
@@ -60,6 +73,8 @@ class Sink:
     def _headers(self) -> dict[str, str]:
         c = self.config
         headers = {"Content-Type": "text/plain; charset=utf-8"}
+        if self.config.gzip:
+            headers["Content-Encoding"] = "gzip"
         if c.token is not None:
             headers["Authorization"] = "Token " + c.token.get_secret_value()
         elif c.user:
@@ -89,22 +104,36 @@ class Sink:
             return False
 
     def write_lines(self, lines: Iterable[str]) -> int:
-        """Write line-protocol points in batches; returns how many were written."""
-        batch: list[str] = []
-        written = 0
-        for point in lines:
-            batch.append(point)
-            if len(batch) >= self.config.batch_lines:
-                self._write("\n".join(batch).encode())
-                written += len(batch)
-                batch.clear()
-        if batch:
-            self._write("\n".join(batch).encode())
-            written += len(batch)
+        """Write line-protocol points (one string each) in batches; returns how many were written."""
+        def blocks() -> Iterator[Block]:
+            points = iter(lines)
+            while batch := list(itertools.islice(points, self.config.batch_lines)):
+                yield Block("".join(p + "\n" for p in batch).encode(), len(batch))
+
+        return self.write_blocks(blocks())
+
+    def write_blocks(self, blocks: Iterable[Block]) -> int:
+        """Write blocks of lines, POSTing up to batch_lines points and MAX_BODY_BYTES at a time;
+        returns how many points were written."""
+        batch: list[bytes] = []
+        pending = size = written = 0
+        for block in (piece for b in blocks for piece in _pieces(b, MAX_BODY_BYTES)):
+            if pending and (pending + block.points > self.config.batch_lines or size + len(block.data) > MAX_BODY_BYTES):
+                self._write(b"".join(batch))
+                written += pending
+                batch, pending, size = [], 0, 0
+            batch.append(block.data)
+            pending += block.points
+            size += len(block.data)
+        if pending:
+            self._write(b"".join(batch))
+            written += pending
         return written
 
     def _write(self, body: bytes) -> None:
         params = {"db": self.config.db, "precision": "ns"}
+        if self.config.gzip:
+            body = gzip.compress(body, compresslevel=1)
         try:
             self._request("/write", params, body)
         except SinkError as e:
@@ -138,21 +167,33 @@ class Sink:
         entry = read_marker(run_dir).get(self.config.destination)
         return bool(entry and entry.get("complete"))
 
-    def write_run_or_raise(self, run_dir: Path, rows: list[dict] | None = None) -> WriteStats:
+    def encode_run(self, run_dir: Path, rows: list[dict] | None = None) -> EncodedRun:
+        """A run's points as the blocks send_run POSTs (no HTTP here: `rig sync` encodes the next
+        run while this one is sent)."""
         run_dir = Path(run_dir)
         if rows is None:
             rows = summary_rows(run_dir)
-        points = self.write_lines(timeseries_lines(run_dir))
+        blocks = list(timeseries_blocks(run_dir, self.config.batch_lines))
         status = _read_json(run_dir / "status.json")
-        points += self.write_lines(summary_lines(rows, campaign_info(run_dir.parent.parent),
-                                                 status.get("started_at")))
+        summary = list(summary_lines(rows, campaign_info(run_dir.parent.parent), status.get("started_at")))
+        for start in range(0, len(summary), self.config.batch_lines):
+            batch = summary[start:start + self.config.batch_lines]
+            blocks.append(Block("".join(p + "\n" for p in batch).encode(), len(batch)))
+        return EncodedRun(run_dir, tuple(blocks), len(rows))
+
+    def send_run(self, run: EncodedRun) -> WriteStats:
+        """POST an encoded run; once all of it is in, mark the run written to this destination."""
+        points = self.write_blocks(run.blocks)
         # Complete once the run has finished and its summary rows are in; until then
         # `rig sync` writes it again (same timestamps, so nothing is duplicated).
-        complete = (run_dir / "status.json").is_file() and bool(rows)
-        _write_marker(run_dir, self.config.destination, {
-            "points": points, "summary_rows": len(rows), "complete": complete,
+        complete = (run.run_dir / "status.json").is_file() and run.summary_rows > 0
+        _write_marker(run.run_dir, self.config.destination, {
+            "points": points, "summary_rows": run.summary_rows, "complete": complete,
             "schema": SCHEMA_VERSION, "written_at": datetime.now(timezone.utc).isoformat()})
-        return WriteStats(points, len(rows))
+        return WriteStats(points, run.summary_rows)
+
+    def write_run_or_raise(self, run_dir: Path, rows: list[dict] | None = None) -> WriteStats:
+        return self.send_run(self.encode_run(run_dir, rows))
 
     def write_run(self, run_dir: Path, rows: list[dict] | None = None) -> bool:
         """Write one run; False (and a warning, no exception) if the server failed.
@@ -166,6 +207,21 @@ class Sink:
         except SinkError as e:
             log.warning("InfluxDB write of run %s failed, `rig sync` will retry: %s", Path(run_dir).name, e)
             return False
+
+
+def _pieces(block: Block, max_bytes: int) -> Iterator[Block]:
+    """The block, cut at line ends into pieces of at most max_bytes (a longer line goes alone)."""
+    data, start = block.data, 0
+    if len(data) <= max_bytes:
+        yield block
+        return
+    while start < len(data):
+        end = data.rfind(b"\n", start, start + max_bytes) + 1
+        if end <= start:
+            end = data.index(b"\n", start) + 1
+        piece = data[start:end]
+        yield Block(piece, piece.count(b"\n"))
+        start = end
 
 
 def missing_database_help(config: InfluxConfig, write_error: str, create_error: str) -> str:
@@ -185,6 +241,16 @@ def summary_rows(run_dir: Path) -> list[dict]:
         return []
     table = pq.read_table(path)
     return table.filter(pc.equal(table.column("run_id"), run_dir.name)).to_pylist()
+
+
+def campaign_summary_rows(campaign_dir: Path) -> dict[str, list[dict]]:
+    """summary_rows of every run, from one read of the campaign's runs.parquet."""
+    path = Path(campaign_dir) / "runs.parquet"
+    by_run: dict[str, list[dict]] = {}
+    if path.is_file():
+        for row in pq.read_table(path).to_pylist():
+            by_run.setdefault(row["run_id"], []).append(row)
+    return by_run
 
 
 def read_marker(run_dir: Path) -> dict:

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rig.errors import InputError, RigError
-from rig.influx.sink import Sink, SinkError, sink_from_env
+from rig.influx.sink import Sink, SinkError, campaign_summary_rows, sink_from_env
 
 
 @dataclass
@@ -34,16 +35,32 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
     if sink is None:
         raise RigError("no InfluxDB configured: set RIG_INFLUX_URL or write ~/.config/rig/influx.toml")
     result = SyncResult()
-    for run_dir in run_dirs(campaign_dir):
-        if not (run_dir / "status.json").is_file():
-            result.unfinished.append(run_dir.name)
-        elif sink.is_written(run_dir):
-            result.already.append(run_dir.name)
-        else:
+    dirs = run_dirs(campaign_dir)
+    rows = campaign_summary_rows(campaign_dir)
+    finished = {d for d in dirs if (d / "status.json").is_file()}
+    to_write = [d for d in dirs if d in finished and not sink.is_written(d)]
+    # One run is encoded (Arrow, mostly outside the GIL) while the one before it is sent and
+    # influxd takes it in; a run is marked written only once all of it is in.
+    with ThreadPoolExecutor(1, thread_name_prefix="encode") as encoder:
+        ahead = iter(to_write)
+        next_run = next(ahead, None)
+        pending = encoder.submit(sink.encode_run, next_run, rows.get(next_run.name, [])) if next_run else None
+        for run_dir in dirs:
+            if run_dir not in finished:
+                result.unfinished.append(run_dir.name)
+                continue
+            if run_dir != next_run:
+                result.already.append(run_dir.name)
+                continue
+            encoded = pending.result()
+            next_run = next(ahead, None)
+            pending = encoder.submit(sink.encode_run, next_run, rows.get(next_run.name, [])) if next_run else None
             try:
-                result.points += sink.write_run_or_raise(run_dir).points
+                result.points += sink.send_run(encoded).points
             except SinkError as e:
                 result.error = str(e)
                 break  # the server is down or refuses: the rest would fail the same way
             result.written.append(run_dir.name)
+        if pending is not None:
+            pending.cancel()
     return result
