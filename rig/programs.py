@@ -52,6 +52,7 @@ PROGRAMS: tuple[Program, ...] = (
     Program("clang", "clang", "compiles the BPF congestion controls", "lab"),
     Program("bpftool", "bpftool", "registers and inspects the BPF congestion controls", "lab"),
     Program("modprobe", "kmod", "loads out-of-tree MPTCP CC modules (rig-cc-register)", "lab"),
+    Program("chronyc", "chrony", "each lab node's clock offset, recorded per run (node agent)", "lab"),
     Program("modinfo", "kmod", "which out-of-tree MPTCP CC modules a kernel has (CC facts)", "lab"),
     Program("ethtool", "ethtool", "offloads off in the CC end-to-end test", "tests"),
     Program("ping", "iputils-ping", "reachability by hand (rig emu up prints it)", "lab"),

@@ -2,7 +2,7 @@
 
     results/<campaign>-<id>/
       campaign.yaml  plan.json  metadata.json
-      runs/<run_id>/ params.json status.json pairs.json iperf/<host>.json timeseries/*.parquet logs/
+      runs/<run_id>/ params.json status.json pairs.json transfers/<sender>.json timeseries/*.parquet logs/
       runs.parquet          one row per (run, pair)
       attempts/<run_id>.<n>/  earlier attempts of a run, discarded because the emulator lagged
 
@@ -33,6 +33,7 @@ RUNS_COLUMNS = [
     ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
     ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
     ("retrans_segs", pa.int64()), ("reinjections", pa.int64()), ("lag_retries", pa.int32()),
+    ("fct_s", pa.float64()), ("first_byte_at", pa.timestamp("us", tz="UTC")), ("last_byte_at", pa.timestamp("us", tz="UTC")),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -66,7 +67,7 @@ class RunRecord:
     finished_at: str
     pairs: list[dict]  # per pair: pair, sender, receiver, started_at, duration_s, goodput_bps, bytes_lte, bytes_wifi, status, reason
     details: dict = field(default_factory=dict)  # start spread, lag, subflow CCs ... (goes to status.json)
-    iperf: dict[str, dict] = field(default_factory=dict)  # host -> iperf3 JSON
+    transfers: dict[str, dict] = field(default_factory=dict)  # sender -> its and its receiver's transfer reports
     timeseries: dict[str, pa.Table] = field(default_factory=dict)  # name -> table
     logs: dict[str, str] = field(default_factory=dict)
 
@@ -154,13 +155,13 @@ class CampaignStore:
 
     def _assemble(self, rec: RunRecord, part: Path, final: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
-        (part / "iperf").mkdir(parents=True)
+        (part / "transfers").mkdir(parents=True)
         (part / "timeseries").mkdir()
         (part / "logs").mkdir()
         campaign, campaign_id = self._names()
         write_json(part / "params.json", {**rec.run.to_dict(), "campaign": campaign, "campaign_id": campaign_id})
-        for host, doc in rec.iperf.items():
-            write_json(part / "iperf" / f"{host}.json", doc)
+        for host, doc in rec.transfers.items():
+            write_json(part / "transfers" / f"{host}.json", doc)
         for name, table in rec.timeseries.items():
             pq.write_table(table, part / "timeseries" / f"{name}.parquet", compression="zstd")
         for name, text in rec.logs.items():
@@ -199,7 +200,9 @@ class CampaignStore:
                     "status": p["status"], "reason": p.get("reason"),
                     "bytes_sent": p.get("bytes_sent"), "bytes_received": p.get("bytes_received"),
                     "retrans_segs": p.get("retrans_segs"), "reinjections": p.get("reinjections"),
-                    "lag_retries": lag_retries,
+                    "lag_retries": lag_retries, "fct_s": p.get("fct_s"),
+                    "first_byte_at": datetime.fromisoformat(p["first_byte_at"]) if p.get("first_byte_at") else None,
+                    "last_byte_at": datetime.fromisoformat(p["last_byte_at"]) if p.get("last_byte_at") else None,
                 }
             )
         return out

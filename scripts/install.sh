@@ -11,6 +11,7 @@ APT_PACKAGES=(
   build-essential g++ make pkg-config # the ns-3 emulator is compiled against the ns3 wheel
   clang llvm libbpf-dev bpftool      # BPF congestion controls (LIA, OLIA, BALIA)
   jq                                 # the CC reproducer (nodes/bpf/repro) reads iperf3's JSON
+  chrony                             # chronyc: a lab node's clock offset per run (the node agent)
   hostapd iw                         # the real hostapd parses the rendered AP configs
   influxdb                           # the embedded time-series sink of the demo and the tests
   ansible ansible-core openssh-server openssh-client

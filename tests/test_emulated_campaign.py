@@ -53,7 +53,7 @@ limits:
 """
 
 
-def test_campaign_records_paths_bytes_and_iperf(tmp_path, emulator, rig_prefix):
+def test_campaign_records_paths_bytes_and_complete_transfers(tmp_path, emulator, rig_prefix):
     out = tmp_path / "results"
     p = run_rig("campaign", "run", str(_campaign(tmp_path, HOMING)), "--out", str(out), "--prefix", rig_prefix, check=True)
     assert "6 runs planned" in p.stderr
@@ -73,13 +73,15 @@ def test_campaign_records_paths_bytes_and_iperf(tmp_path, emulator, rig_prefix):
         else:
             assert r["bytes_wifi"] > 0 and r["bytes_lte"] == 0, r
 
-        # What left the sender's interfaces agrees with iperf3's bytes within 5 % + headers: at
-        # least what the receiver read, at most what the sender wrote plus what TCP sent twice
-        # (iperf3 -n stops counting at the receiver once the sender has written the volume; the
-        # rest is in flight).
-        doc = json.loads((root / "runs" / r["run_id"] / "iperf" / f"{r['sender']}.json").read_text())
-        sent, received = doc["end"]["sum_sent"]["bytes"], doc["end"]["sum_received"]["bytes"]
-        assert (r["bytes_sent"], r["bytes_received"]) == (sent, received)
+        # Every byte arrived: the receiver read the volume, and the FCT runs from the sender's start
+        # to the last byte read (volume x 8 / FCT is the goodput).
+        doc = json.loads((root / "runs" / r["run_id"] / "transfers" / f"{r['sender']}.json").read_text())
+        sent, received = r["bytes_sent"], r["bytes_received"]
+        assert received == sent == r["volume_bytes"] == sum(c["bytes"] for c in doc["sink"]["connections"])
+        assert r["fct_s"] == r["duration_s"] and abs(r["goodput_bps"] - received * 8 / r["fct_s"]) < 1
+        assert r["started_at"] < r["first_byte_at"] <= r["last_byte_at"]
+        # What left the sender's interfaces agrees: at least what the receiver read, at most what
+        # the sender wrote plus what TCP sent twice, within 5 % + headers.
         on_wire = r["bytes_lte"] + r["bytes_wifi"]
         assert received * 0.95 <= on_wire, (r["run_id"], received, on_wire)
         if not r["reinjections"]:  # MPTCP reinjections re-send data on the other path: more on the wire
@@ -134,7 +136,7 @@ pairs: 1
 repetitions: 5
 seed: 5
 factors:
-  volume: [1MB]
+  volume: [3MB]  # the LTE subflow joins within the transfer (a 1 MB one can end first)
 limits:
   run_timeout_s: 30
   max_lag_p99_ms: 200
@@ -185,7 +187,7 @@ pairs: 1
 repetitions: 1
 seed: 5
 factors:
-  volume: [1MB]
+  volume: [3MB]  # the LTE subflow joins within the transfer (a 1 MB one can end first)
   homing: [dual]
 limits:
   run_timeout_s: 60
@@ -203,7 +205,7 @@ def test_a_run_spoiled_only_by_emulator_lag_is_run_again_and_the_attempt_kept(tm
     assert "1 attempts run again because the emulator lagged" in p.stdout
     attempt = root / "attempts" / f"{run_id}.1"
     first = json.loads((attempt / "status.json").read_text())
-    assert first["status"] == "invalid" and first["lagged"] and (attempt / "iperf").is_dir()
+    assert first["status"] == "invalid" and first["lagged"] and (attempt / "transfers").is_dir()
     final = json.loads((root / "runs" / run_id / "status.json").read_text())
     assert final["status"] == "invalid" and final["lag_retries"] == 1  # retries used up: recorded as it is
     rows = pq.read_table(root / "runs.parquet").to_pylist()

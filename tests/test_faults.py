@@ -81,17 +81,20 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
+def _is_transfer(argv: list[str] | None, mode: str | None = None) -> bool:
+    return bool(argv) and any(a.endswith("rig_transfer.py") for a in argv) and (mode is None or mode in argv)
+
+
 def _iperf_client(prefix: str, host: str) -> int | None:
-    """The pid of an iperf3 client transferring in `host`'s namespace, if one is."""
+    """The pid of a run's transfer source in `host`'s namespace, if one is."""
     for pid in netns.pids(f"{prefix}-{host}"):
-        argv = _cmdline(pid)
-        if argv and Path(argv[0]).name == "iperf3" and "-c" in argv:
+        if _is_transfer(_cmdline(pid), "source"):
             return pid
     return None
 
 
 def _wait_for_transfer(proc: subprocess.Popen, prefix: str, host: str = "s1", not_pid: int | None = None) -> int:
-    """Wait until a run's transfer is in progress (a new iperf3 client on the sender)."""
+    """Wait until a run's transfer is in progress (a new transfer source on the sender)."""
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the campaign ended before the fault could be injected"
@@ -129,11 +132,12 @@ def _survived(code: int, log: Path, out: Path, lost: list[str]) -> tuple[Path, l
 
 
 def _iperf3_in(ns: str) -> list[int]:
-    return [pid for pid in netns.pids(ns) if (_cmdline(pid) or [""])[0].endswith("iperf3")]
+    """Traffic programs (transfer sources and sinks) running in `ns`."""
+    return [pid for pid in netns.pids(ns) if _is_transfer(_cmdline(pid))]
 
 
 def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, emulator, rig_prefix):
-    """SIGKILL to a sender's agent, later to a receiver's (whose iperf3 server it leaves behind)."""
+    """SIGKILL to a sender's agent, later to a receiver's (whose transfer sink it leaves behind)."""
     proc, log = _start(tmp_path, _campaign(tmp_path, 5), rig_prefix, "--keep-up")
     try:
         first = _wait_for_transfer(proc, rig_prefix)
@@ -147,7 +151,7 @@ def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, em
     assert all(r["status"] == "failed" and "SIGKILL" in r["reason"] for r in failed), failed
     status = json.loads((root / "runs" / failed[0]["run_id"] / "status.json").read_text())
     assert status["status"] == "failed" and status["lost_component"]
-    # The killed agents' iperf3 processes were stopped; the last agents stopped their own.
+    # The killed agents' transfer processes were stopped; the last agents stopped their own.
     assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
 
 

@@ -137,9 +137,19 @@ def test_allowed_requests_work(agent):
     a.send({"op": "launch", "key": "cli", "program": "iperf3",
             "args": {"mode": "client", "target": "127.0.0.1", "port": 5299, "bytes": 100000, "cc": "cubic"}})
     result = a.send({"op": "wait", "key": "cli", "timeout": 30})
-    assert result["rc"] == 0, result
-    assert json.loads(result["stdout"])["end"]["sum_received"]["bytes"] > 0
+    assert result["rc"] == 0 and json.loads(result["stdout"])["end"]["sum_sent"]["bytes"] >= 100000, result
     assert a.send({"op": "stop", "key": "srv"}) == {}
+    # The rig's own transfer: the receiver reads every byte and stamps the last one.
+    a.send({"op": "launch", "key": "sink", "program": "transfer", "args": {"mode": "sink", "port": 5298, "connections": 2}})
+    while not a.send({"op": "listening", "port": 5298})["listening"]:
+        assert time.monotonic() < deadline + 5, "the transfer sink did not listen"
+        time.sleep(0.02)
+    a.send({"op": "launch", "key": "src", "program": "transfer", "args": {
+        "mode": "source", "port": 5298, "connections": 2, "target": "127.0.0.1", "bytes": 1_000_001, "cc": "cubic",
+        "at": time.time() + 0.2}})
+    src, sink = (json.loads(a.send({"op": "wait", "key": k, "timeout": 30})["stdout"]) for k in ("src", "sink"))
+    assert sum(c["bytes"] for c in sink["connections"]) == 1_000_001 == sum(c["bytes"] for c in src["connections"])
+    assert src["started_at"] <= min(c["first_byte_at"] for c in sink["connections"])
     assert a.send({"op": "alive", "key": "srv"}) == {"alive": False}
     assert a.send({"op": "mib"})["MPTcpExtMPCapableSYNRX"] >= 1  # the client's MPTCP connection
     assert "cubic" in a.send({"op": "facts"})["available"]

@@ -6,7 +6,7 @@ Each case breaks one thing on a real emulated rig and executes one real run.
 from __future__ import annotations
 
 import subprocess
-import time
+from dataclasses import replace
 
 import pytest
 
@@ -15,7 +15,7 @@ from rig.campaign.plan import expand
 from rig.campaign.backends import configure_setup
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.run.agents import AgentPool
-from rig.run.execute import SERVER_KEY, execute_run
+from rig.run.execute import execute_run
 from rig.transport.netns import NetnsTransport
 
 pytestmark = pytest.mark.emulated
@@ -50,11 +50,8 @@ def test_healthy_run_is_ok(one_pair_rig):
 
 def test_fallback_to_tcp_is_invalid(one_pair_rig):
     rig, ctx = one_pair_rig
-    # The receiver's server is plain TCP: the sender's MP_CAPABLE SYN gets a plain SYN-ACK.
-    ctx.agents["r1"].request("launch", key=SERVER_KEY, program="iperf3", args={"mode": "server", "mptcp": False}, at=None)
-    deadline = time.monotonic() + 2.5
-    while not ctx.agents["r1"].request("listening", port=5201)["listening"] and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # The receiver's socket is plain TCP: the sender's MP_CAPABLE SYN gets a plain SYN-ACK.
+    ctx.sinks_mptcp = False
     rec = execute_run(ctx, _run())
     assert rec.status == "invalid" and "fell back to plain TCP" in rec.reason, rec.reason
 
@@ -118,18 +115,22 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     from rig.campaign.model import Limits
     from rig.campaign.plan import Run
     from rig.run.judge import judge_run
+    from rig.run.transfers import PairTransfer
 
     run = Run("r", 0, "b", "II", "lte", "cubic", 1, 10**6, 10**6, "n5", 1, 1)
     pair = {"pair": 1, "sender": "s1", "receiver": "r1", "goodput_bps": 5e6, "bytes_lte": 10**6, "bytes_wifi": 0}
     mib = ({"MPTcpExtMPCapableSYNACKRX": 0}, {"MPTcpExtMPCapableSYNACKRX": 1})
     lags = {"cell": {"samples": 1000, "p99_ms": 3.0, "busy_max_ms": 2.0, "cpu": 0.1}}
 
-    def verdict(doc, lags):
-        return judge_run(run, [pair], {"s1": doc}, {"s1": mib[0]}, {"s1": mib[1]}, lags, {"cell": True}, Limits())
+    complete = PairTransfer(started_at=1.0, first_byte_at=1.1, last_byte_at=2.6, bytes_sent=10**6, bytes_delivered=10**6)
 
-    lagged = verdict({"_rig": {}}, lags)
+    def verdict(transfer, lags):
+        return judge_run(run, [pair], {"s1": transfer}, {"s1": mib[0]}, {"s1": mib[1]}, lags, {"cell": True}, Limits())
+
+    lagged = verdict(complete, lags)
     assert lagged.status == "invalid" and lagged.lagged
     assert lagged.reason == "emulator lagged: p99 3.00 ms on cell > 1 ms (busy up to 2 ms at a stretch, 0.10 core)"
-    assert not verdict({"_rig": {}}, {"cell": {**lags["cell"], "p99_ms": 0.5}}).lagged  # ok: nothing to redo
-    broken = verdict({"_rig": {"rc": 1, "stderr": "boom"}}, lags)  # the run failed on its own account
+    assert not verdict(complete, {"cell": {**lags["cell"], "p99_ms": 0.5}}).lagged  # ok: nothing to redo
+    short = replace(complete, bytes_delivered=900_000, error="delivered 900000 of 1000000 bytes")
+    broken = verdict(short, lags)  # the run failed on its own account
     assert broken.status == "failed" and not broken.lagged

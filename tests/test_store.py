@@ -20,7 +20,7 @@ def _record(run, status="ok"):
     ts = pa.table({"time": [1.0, 2.0], "host": ["s1", "s1"], "interface": ["wlan0", "wlan0"], "path": ["wifi", "wifi"],
                    "tx_bytes": [0, 2000], "rx_bytes": [0, 10]})
     return RunRecord(run=run, status=status, reason=None, started_at="x", finished_at="y", pairs=pairs,
-                     iperf={"s1": {"end": {}}}, timeseries={"interfaces": ts}, logs={"s1.stderr": ""})
+                     transfers={"s1": {"source": {}, "sink": {}}}, timeseries={"interfaces": ts}, logs={"s1.stderr": ""})
 
 
 def test_runs_are_written_whole_and_table_follows(tmp_path):
@@ -30,7 +30,7 @@ def test_runs_are_written_whole_and_table_follows(tmp_path):
     assert json.loads((store.root / "plan.json").read_text())["digest"] == plan.digest
     for run in plan.runs[:2]:
         d = store.write_run(_record(run))
-        assert {p.name for p in d.iterdir()} >= {"params.json", "status.json", "iperf", "timeseries", "logs"}
+        assert {p.name for p in d.iterdir()} >= {"params.json", "status.json", "transfers", "timeseries", "logs"}
     store.write_runs_table()
     table = pq.read_table(store.root / "runs.parquet")
     assert table.schema.equals(RUNS_SCHEMA) and table.num_rows == 2

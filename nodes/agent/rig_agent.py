@@ -11,7 +11,9 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
   paths      plan                -> {}   the node's routing policy (rig_node/routing.py) and sysctls
   sysctl     values              -> {}   sysctls from the allowlist (rig_node/sysctls.py)
   facts                          -> what the kernel can run (rig_node/facts.py)
-  launch     key, program, args, at  -> {}   a traffic program (rig_node/programs.py) at `at`
+  clock                          -> {"offset_s", "source"}   the clock's offset as chrony sees it
+  launch     key, program, args, at  -> {}   a traffic program (rig_node/programs.py: the rig's
+                                            transfer, iperf3) at `at`
   wait       key, timeout        -> {"started_at", "ended_at", "rc", "stdout", "stderr"[, "timed_out"]}
   alive      key                 -> {"alive"}
   stop       key                 -> {}   stop what `launch` started under key (TERM, then KILL)

@@ -19,7 +19,7 @@ from rig.emu.topology import Topology
 from rig.errors import InputError, RigError
 from rig.paths import node_plan
 from rig.run.agents import AgentPool
-from rig.run.execute import RunContext, start_servers
+from rig.run.execute import RunContext
 from rig.transport.netns import NetnsTransport
 
 RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
@@ -27,10 +27,9 @@ RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / 
 
 def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: dict | None = None,
                     stations: dict | None = None) -> RunContext:
-    """Every node's routing plan for the setup (senders dual-homed), then the receivers' servers."""
+    """Every node's routing plan for the setup (senders dual-homed)."""
     ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=dict(radios or {}), stations=dict(stations or {}))
     agents.each(topo.nodes, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
-    start_servers(ctx, restart=True)
     return ctx
 
 
@@ -39,7 +38,7 @@ def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings
     rig.attach_radios(settings)
     assert rig.topo is not None
     ctx = configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations)
-    ctx.hops = rig.hops
+    ctx.hops, ctx.shared_clock = rig.hops, True
     return ctx
 
 

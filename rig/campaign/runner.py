@@ -24,7 +24,7 @@ from rig.errors import InputError
 from rig.influx import sink_from_env
 from rig.progress import Progress
 from rig.errors import RigError
-from rig.run.execute import RunContext, execute_run, start_servers
+from rig.run.execute import RunContext, execute_run
 from rig.store import CampaignStore, RunRecord, utc_now
 
 # The same fault again right after the rig was restored: something restoring cannot fix.
@@ -137,11 +137,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
                                    f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
                 if record.status == "failed" and fault is None:
-                    try:
-                        start_servers(ctx, restart=True)  # a wedged server must not fail the next run
-                        ctx.applied.clear()  # and nothing is assumed about the nodes' state
-                    except (RigError, OSError) as e:
-                        fault = str(e)
+                    ctx.applied.clear()  # nothing is assumed about the nodes' state (each run has fresh sinks)
             store.write_runs_table()
     finally:
         backend.close()

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 
 from rig.campaign.model import Limits
 from rig.campaign.plan import Run
+from rig.run.transfers import PairTransfer
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
 FALLBACK_COUNTERS = ("MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtMPCapableFallbackACK", "MPTcpExtInfiniteMapTx",
@@ -21,16 +22,11 @@ class Verdict:
     lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
-def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, limits: Limits) -> tuple[str, str | None]:
-    rig_info = doc.get("_rig") or {}
-    if rig_info.get("timed_out"):
-        return "failed", f"timed out after {limits.run_timeout_s:g} s"
-    if doc.get("error"):
-        return "failed", f"iperf3: {doc['error']}"
-    if rig_info.get("rc"):
-        return "failed", f"iperf3 exited with {rig_info['rc']}: {(rig_info.get('stderr') or '').strip()[-200:]}"
-    if not pair.get("goodput_bps"):
-        return "failed", "iperf3 reported no received data"
+def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits) -> tuple[str, str | None]:
+    if transfer.timed_out:
+        return "failed", f"timed out after {limits.run_timeout_s:g} s ({transfer.error})"
+    if transfer.error:
+        return "failed", transfer.error  # e.g. "delivered 2810000 of 3000000 bytes"
 
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
     fell_back = [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
@@ -51,11 +47,11 @@ def _pair_verdict(run: Run, pair: dict, doc: dict, before: dict, after: dict, li
     return "ok", None
 
 
-def judge_run(run: Run, pairs: list[dict], iperf: dict, mib_before: dict, mib_after: dict,
+def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
               lags: dict, radios_alive: dict, limits: Limits, subflow_problem: str | None = None) -> Verdict:
     judged = []
     for p in pairs:
-        status, reason = _pair_verdict(run, p, iperf[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits)
+        status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits)
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.

@@ -37,3 +37,16 @@ def kernel_facts() -> dict:
         "modules": modules,
         "missing_tools": [t for t in BUILD_TOOLS if shutil.which(t) is None],
     }
+
+
+def clock_offset() -> dict:
+    """This node's clock offset from its NTP source as chrony sees it (`chronyc -c tracking`,
+    field 5: the system time's offset, seconds), or none where chrony does not run."""
+    if shutil.which("chronyc") is None:
+        return {"offset_s": None, "source": "no chronyc"}
+    p = subprocess.run(["chronyc", "-c", "tracking"], capture_output=True, text=True, timeout=5)
+    fields = p.stdout.strip().split(",")
+    try:
+        return {"offset_s": float(fields[4]), "source": fields[1] or fields[0]}
+    except (IndexError, ValueError):
+        return {"offset_s": None, "source": (p.stderr or p.stdout).strip()[-200:] or "chronyc said nothing"}

@@ -16,7 +16,7 @@ class Agent:
         self.sampler: sampling.Sampler | None = None
         self.launches: dict[str, Launch] = {}
         self.handlers = {
-            "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts,
+            "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
             "launch": self.launch, "wait": self.wait, "alive": self.alive, "stop": self.stop,
             "stop_strays": self.stop_strays, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
         }
@@ -48,6 +48,10 @@ class Agent:
     def facts(self, req: dict) -> dict:
         v.only(req, {"op"}, "facts")
         return facts.kernel_facts()
+
+    def clock(self, req: dict) -> dict:
+        v.only(req, {"op"}, "clock")
+        return facts.clock_offset()
 
     def launch(self, req: dict) -> dict:
         """Start a traffic program at `at` (unix time; null = now), replacing one under the same key."""

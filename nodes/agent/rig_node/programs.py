@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import threading
 import time
 
@@ -41,7 +42,40 @@ def iperf3(args: dict) -> list[str]:
     return argv + ["-J", "--connect-timeout", str(timeout)]
 
 
-PROGRAMS = {"iperf3": iperf3}
+TRANSFER = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file__))), "rig_transfer.py")
+
+
+def transfer(args: dict) -> list[str]:
+    """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives."""
+    v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "timeout_s",
+                  "interval_ms"}, "transfer")
+    mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
+    argv = [sys.executable, "-I", TRANSFER, mode,
+            "--port", str(v.integer(args.get("port", 5301), "transfer.port", 1024, 65535)),
+            "--connections", str(v.integer(args.get("connections", 1), "transfer.connections", 1, 128))]
+    if not v.boolean(args.get("mptcp", True), "transfer.mptcp"):
+        argv.append("--tcp")
+    if mode == "sink":
+        return argv + ["--timeout", str(v.number(args.get("timeout_s", 300), "transfer.timeout_s", 1, 86400)),
+                       "--interval-ms", str(v.number(args.get("interval_ms", 100), "transfer.interval_ms", 10, 10000))]
+    argv += ["--target", v.ipv4(v.need(args, "target", "transfer"), "transfer.target")]
+    if "bind" in args:
+        argv += ["--bind", v.ipv4(args["bind"], "transfer.bind")]
+    if ("bytes" in args) == ("seconds" in args):
+        raise v.Refused("transfer: give exactly one of bytes and seconds")
+    if "bytes" in args:
+        argv += ["--bytes", str(v.integer(args["bytes"], "transfer.bytes", 1, 10**12))]
+    else:
+        argv += ["--seconds", str(v.number(args["seconds"], "transfer.seconds", 0.1, 86400))]
+    if "cc" in args:
+        argv += ["--cc", v.cc_name(args["cc"], "transfer.cc")]
+    if "at" in args:
+        now = time.time()
+        argv += ["--at", repr(v.number(args["at"], "transfer.at", now - 60, now + 3600))]
+    return argv
+
+
+PROGRAMS = {"iperf3": iperf3, "transfer": transfer}
 
 
 def argv_for(program: object, args: object) -> list[str]:
@@ -104,6 +138,11 @@ class Launch:
             stop(self.proc)
 
 
+def _is_ours(cmdline: list[str]) -> bool:
+    """A traffic program this agent's set starts: iperf3 (maybe under mptcpize) or rig_transfer.py."""
+    return bool(cmdline) and (os.path.basename(cmdline[0]) == "iperf3" or TRANSFER in cmdline)
+
+
 def stop_strays() -> list[int]:
     """Traffic programs in this node's network namespace that no live agent owns (what a killed
     agent left running, e.g. an iperf3 server holding its port): stopped, TERM then KILL."""
@@ -115,8 +154,10 @@ def stop_strays() -> list[int]:
         try:
             with open(f"/proc/{d}/stat") as f:
                 stat = f.read()
-            name, ppid = stat[stat.index("(") + 1:stat.rindex(")")], int(stat[stat.rindex(")") + 2:].split()[1])
-            if name in PROGRAMS and ppid != me and os.readlink(f"/proc/{d}/ns/net") == mine:
+            with open(f"/proc/{d}/cmdline", "rb") as f:
+                cmdline = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            ppid = int(stat[stat.rindex(")") + 2:].split()[1])
+            if _is_ours(cmdline) and ppid != me and os.readlink(f"/proc/{d}/ns/net") == mine:
                 strays.append(int(d))
         except (OSError, ValueError):
             continue

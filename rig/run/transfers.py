@@ -1,0 +1,90 @@
+"""A run's transfers: the rig's own MPTCP transfer (nodes/agent/rig_transfer.py), a sink on each
+receiver and a source on each sender, and what their reports say per pair.
+
+The receiver stamps the first and the last byte it read, so a volume run's flow completion time
+is exact: FCT = last byte read at the receiver - the sender's start (iperf3 -n ends its test when
+the sender has *written* the volume, before the receiver has read it).
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from rig.campaign.model import Limits
+from rig.campaign.plan import Run
+
+SINK_KEY, SOURCE_KEY = "transfer-sink", "transfer-source"
+PORT = 5301
+SINK_GRACE_S = 10.0  # a sink waits this much longer than its sources may take
+
+
+@dataclass(frozen=True)
+class PairTransfer:
+    """One pair's transfer, from the sender's and the receiver's reports."""
+
+    started_at: float | None  # the sender's start (its clock)
+    first_byte_at: float | None  # the receiver's first and last byte read (its clock)
+    last_byte_at: float | None
+    bytes_sent: int | None
+    bytes_delivered: int
+    error: str | None = None  # why the transfer did not complete, if it did not
+    timed_out: bool = False
+
+    @property
+    def fct_s(self) -> float | None:
+        if self.started_at is None or self.last_byte_at is None:
+            return None
+        return self.last_byte_at - self.started_at
+
+
+def sink_args(run: Run, limits: Limits, mptcp: bool = True) -> dict:
+    return {"mode": "sink", "port": PORT, "connections": run.connections, "timeout_s": limits.run_timeout_s + SINK_GRACE_S,
+            "mptcp": mptcp}
+
+
+def source_args(run: Run, bind: str, target: str, t0: float) -> dict:
+    # The source starts at t0 itself (it is launched ahead, so its start-up is not in the timing).
+    return {"mode": "source", "port": PORT, "connections": run.connections, "target": target, "bind": bind,
+            "bytes": run.volume_bytes, "cc": run.cc, "at": t0}
+
+
+def _report(result: dict, who: str) -> tuple[dict, str | None]:
+    """A program's JSON report and what went wrong, from the agent's `wait` reply."""
+    try:
+        doc = json.loads(result.get("stdout") or "{}")
+    except json.JSONDecodeError:
+        doc = {}
+    if result.get("timed_out"):
+        return doc, f"the {who} did not finish in time"
+    if doc.get("error"):
+        return doc, f"{who}: {doc['error']}"
+    if result.get("rc"):
+        return doc, f"{who} exited with {result['rc']}: {(result.get('stderr') or '').strip()[-200:]}"
+    if not doc:
+        return doc, f"{who} printed no report"
+    return doc, None
+
+
+def pair_transfer(source: dict, sink: dict, volume_bytes: int) -> tuple[PairTransfer, dict]:
+    """The pair's transfer and the raw reports (kept in the run store)."""
+    src, src_error = _report(source, "sender")
+    dst, dst_error = _report(sink, "receiver")
+    conns = dst.get("connections") or []
+    delivered = sum(c.get("bytes") or 0 for c in conns)
+    firsts = [c["first_byte_at"] for c in conns if c.get("first_byte_at")]
+    lasts = [c["last_byte_at"] for c in conns if c.get("last_byte_at")]
+    sent = [c.get("bytes") for c in src.get("connections") or [] if c.get("bytes") is not None]
+    error = src_error or dst_error
+    if error is None and delivered != volume_bytes:
+        error = f"delivered {delivered} of {volume_bytes} bytes"
+    transfer = PairTransfer(
+        started_at=src.get("started_at"), first_byte_at=min(firsts) if firsts else None,
+        last_byte_at=max(lasts) if lasts else None, bytes_sent=sum(sent) if sent else None,
+        bytes_delivered=delivered, error=error, timed_out=bool(source.get("timed_out") or sink.get("timed_out")),
+    )
+    return transfer, {"source": src, "sink": dst, "_rig": {"source": _meta(source), "sink": _meta(sink)}}
+
+
+def _meta(result: dict) -> dict:
+    return {k: result.get(k) for k in ("started_at", "ended_at", "rc", "stderr", "timed_out")}
