@@ -85,19 +85,31 @@ def argv_for(program: object, args: object) -> list[str]:
     return build(v.mapping(args, "args", 16))
 
 
-def stop(proc: subprocess.Popen, grace_s: float = STOP_GRACE_S) -> None:
-    """The process group of `proc`: TERM, then KILL if it is still there after `grace_s`."""
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 5.0)):
-        if proc.poll() is not None:
+def _running(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"  # exited, not yet reaped: gone
+    except (OSError, IndexError):
+        return False
+
+
+def terminate(pids: list[int], group: bool = False, grace_s: float = STOP_GRACE_S) -> None:
+    """The agent's one way to stop processes (or, with `group`, their process groups): TERM, up
+    to `grace_s` for them to exit, then KILL."""
+    send = os.killpg if group else os.kill
+    for sig in (signal.SIGTERM, signal.SIGKILL):
+        left = [p for p in pids if _running(p)]
+        for pid in left:
+            try:
+                send(pid, sig)
+            except ProcessLookupError:
+                pass
+        deadline = time.monotonic() + grace_s
+        while left and time.monotonic() < deadline:
+            time.sleep(0.02)
+            left = [p for p in left if _running(p)]
+        if not left:
             return
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(wait_s)
-        except subprocess.TimeoutExpired:
-            pass
 
 
 class Launch:
@@ -134,8 +146,8 @@ class Launch:
 
     def stop(self) -> None:
         self._cancelled.set()
-        if self.proc is not None:
-            stop(self.proc)
+        if self.proc is not None and self.proc.poll() is None:
+            terminate([self.proc.pid], group=True)  # started in a session of its own
 
 
 def _is_ours(cmdline: list[str]) -> bool:
@@ -161,14 +173,5 @@ def stop_strays() -> list[int]:
                 strays.append(int(d))
         except (OSError, ValueError):
             continue
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in strays:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        if sig == signal.SIGTERM:
-            deadline = time.monotonic() + STOP_GRACE_S
-            while time.monotonic() < deadline and any(os.path.exists(f"/proc/{p}") for p in strays):
-                time.sleep(0.05)
+    terminate(strays)
     return strays
