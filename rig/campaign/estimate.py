@@ -23,6 +23,8 @@ def _pair_rate_bps(run: Run, lte_name: str) -> float:
 
 
 def run_seconds(run: Run, lte_name: str) -> float:
+    if run.time_based:
+        return run.duration_s + RUN_OVERHEAD_S
     return run.volume_bytes * 8 / _pair_rate_bps(run, lte_name) + RUN_OVERHEAD_S
 
 
@@ -33,6 +35,9 @@ def run_estimates(plan: Plan) -> list[float]:
     rates: dict[tuple, float] = {}
     out = []
     for run in plan.runs:
+        if run.time_based:
+            out.append(run.duration_s + RUN_OVERHEAD_S)
+            continue
         key = (run.setup, run.homing, run.wifi_standard, run.pairs)
         rate = rates.get(key)
         if rate is None:

@@ -15,11 +15,13 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from rig.emu.topology import SETUPS, Setup
 from rig.errors import InputError
-from rig.units import parse_size
+from rig.units import parse_duration, parse_size
 from rig.yamlfile import load_yaml
 
 Homing = Literal["dual", "lte", "wifi"]
-FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "rcvbuf", "wifi_standard")
+Path_ = Literal["wifi", "lte"]  # a sender's two paths: its WiFi and its LTE interface
+FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "duration", "rcvbuf", "wifi_standard", "backup",
+                "policy")
 
 
 class _Strict(BaseModel):
@@ -35,6 +37,14 @@ class Factors(_Strict):
     rcvbuf: list[int] = Field(default=[1_000_000], min_length=1)
     wifi_standard: list[str] = Field(default=["n5"], min_length=1)
     homing: list[Homing] = Field(default=["dual"], min_length=1)
+    # Time-based runs: each sender sends for this long. Given, runs are time-based and `volume`
+    # must not be given.
+    duration: list[float] = []
+    # The path whose MPTCP endpoint carries the backup flag at a run's start (seed 003's standby mode).
+    backup: list[Literal["none", "wifi", "lte"]] = Field(default=["none"], min_length=1)
+    # A node-side path policy: loss-aware sets a path to backup while its loss is above the
+    # campaign's loss_aware threshold (seed 003's loss-aware switching).
+    policy: list[Literal["none", "loss-aware"]] = Field(default=["none"], min_length=1)
 
     @field_validator("volume", "rcvbuf", mode="before")
     @classmethod
@@ -42,6 +52,27 @@ class Factors(_Strict):
         if isinstance(v, list):
             return [parse_size(x) for x in v]
         return v
+
+    @field_validator("duration", mode="before")
+    @classmethod
+    def _durations(cls, v: object) -> object:
+        if isinstance(v, list):
+            return [parse_duration(x) for x in v]
+        return v
+
+    @field_validator("duration")
+    @classmethod
+    def _duration_range(cls, v: list[float]) -> list[float]:
+        if any(not 0.5 <= d <= 86400 for d in v):
+            raise ValueError("each level must be 0.5 s .. 24 h")
+        return v
+
+    @model_validator(mode="after")
+    def _volume_or_duration(self) -> "Factors":
+        if self.duration and "volume" in self.model_fields_set:
+            raise ValueError("give volume (runs that send a data volume) or duration (runs that send for a time), "
+                             "not both")
+        return self
 
     @field_validator("connections")
     @classmethod
@@ -78,6 +109,59 @@ class Impairment(_Strict):
     loss_pct: float | None = Field(default=None, ge=0, le=100)
 
 
+class Event(_Strict):
+    """Something that happens to a path of the senders `at_s` seconds after a run's T0: it goes
+    down or comes back up (`state`), its impairment changes (the Impairment fields), or its rate
+    follows a Mahimahi trace from then on (`trace`). On the emulated rig it acts on the radio
+    model's station link and, for `state`, on the node's interface; on the lab, on the node."""
+
+    at_s: float = Field(ge=0)
+    path: Path_
+    pairs: list[int] | None = None  # pair indices (1..pairs); None: every pair
+    state: Literal["up", "down"] | None = None
+    direction: Literal["up", "down", "both"] = "both"
+    rate_bps: float | None = Field(default=None, gt=0)
+    delay_ms: float | None = Field(default=None, ge=0)
+    jitter_ms: float | None = Field(default=None, ge=0)
+    loss_pct: float | None = Field(default=None, ge=0, le=100)
+    trace: str | None = None  # a file in radio-configs/traces (name with or without .mahi) or a path
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> "Event":
+        impairs = any(v is not None for v in (self.rate_bps, self.delay_ms, self.jitter_ms, self.loss_pct))
+        kinds = [k for k, given in (("state", self.state is not None), ("an impairment", impairs),
+                                    ("trace", self.trace is not None)) if given]
+        if len(kinds) != 1:
+            raise ValueError("give exactly one of state, an impairment (rate_bps, delay_ms, jitter_ms, loss_pct) "
+                             f"or trace{'' if not kinds else ', not ' + ' and '.join(kinds)}")
+        return self
+
+    @property
+    def kind(self) -> str:
+        return "state" if self.state is not None else ("trace" if self.trace is not None else "impairment")
+
+
+class LossAware(_Strict):
+    """The loss-aware policy: a path goes to backup while its loss over the last window is at or
+    above its threshold, and back once it falls below."""
+
+    threshold_pct: dict[Path_, float] = {"wifi": 0.1, "lte": 1.0}  # seed 003's thresholds
+    window_s: float = Field(default=1.0, ge=0.1, le=60)
+
+    @field_validator("threshold_pct")
+    @classmethod
+    def _pct(cls, v: dict) -> dict:
+        if any(not 0 < x <= 100 for x in v.values()):
+            raise ValueError("each threshold must be in (0, 100] percent")
+        return v
+
+
+class Tcp(_Strict):
+    no_metrics_save: bool = True  # runs must not inherit cached ssthresh/RTT from earlier runs
+    # A fixed initial ssthresh in packets (the rig's BPF congestion controls; docs/congestion-control.md).
+    initial_ssthresh: int | None = Field(default=None, ge=2, le=1_000_000)
+
+
 class Limits(_Strict):
     run_timeout_s: float = Field(default=300, gt=0)
     max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
@@ -85,6 +169,8 @@ class Limits(_Strict):
     # is run again up to this many times; the lagged attempts are kept under attempts/.
     lag_retries: int = Field(default=2, ge=0, le=10)
     sample_hz: float = Field(default=20, ge=1, le=200)
+    # The transfer's own per-interval series: the receivers' reads and the senders' subflows.
+    series_hz: float = Field(default=10, ge=1, le=100)
     subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
     # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
     max_cwnd_packets: int = Field(default=100_000, gt=0)
@@ -111,6 +197,9 @@ class Campaign(_Strict):
     # receivers' side A (receiver_a) or side B (receiver_b) access link.
     impairments: dict[Literal["wifi", "lte", "receiver_a", "receiver_b"], Impairment] = {}
     links: None = None  # the old name: refused with a pointer to `impairments`
+    events: list[Event] = []
+    loss_aware: LossAware = LossAware()
+    tcp: Tcp = Tcp()
     limits: Limits = Limits()
 
     @field_validator("links", mode="before")
@@ -143,6 +232,13 @@ class Campaign(_Strict):
                 raise ValueError(f"factors.{name} lists a level twice")
         return self
 
+    @field_validator("events")
+    @classmethod
+    def _events_in_order(cls, v: list[Event]) -> list[Event]:
+        if any(b.at_s < a.at_s for a, b in zip(v, v[1:])):
+            raise ValueError("list events in the order of their at_s")
+        return v
+
 
 def _location(loc: tuple) -> str:
     out = ""
@@ -158,7 +254,7 @@ def parse_campaign(text: str, source: str) -> Campaign:
     if not isinstance(data, dict):
         raise InputError(source, "(top level)", "expected a mapping of campaign fields")
     try:
-        return Campaign.model_validate(data)
+        campaign = Campaign.model_validate(data)
     except ValidationError as e:
         err = e.errors()[0]
         field = _location(tuple(err["loc"]))
@@ -166,6 +262,23 @@ def parse_campaign(text: str, source: str) -> Campaign:
         if err["type"] == "extra_forbidden":
             msg = "unknown field"
         raise InputError(source, field, msg) from None
+    check_events(campaign, source)
+    return campaign
+
+
+def check_events(campaign: Campaign, source: str) -> None:
+    """What the event model cannot check alone: pair indices in range, traces that parse."""
+    from rig.emu.traces import load_trace, trace_path
+
+    for i, event in enumerate(campaign.events):
+        bad = [n for n in event.pairs or [] if not 1 <= n <= campaign.pairs]
+        if bad:
+            raise InputError(source, f"events[{i}].pairs", f"pair {bad[0]} does not exist (pairs: 1..{campaign.pairs})")
+        if event.trace is not None:
+            try:
+                load_trace(trace_path(event.trace))
+            except InputError as e:
+                raise InputError(source, f"events[{i}].trace", str(e)) from None
 
 
 def load_campaign(path: Path) -> Campaign:

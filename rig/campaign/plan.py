@@ -17,7 +17,7 @@ from dataclasses import dataclass, fields
 
 from rig.campaign.model import Campaign
 from rig.errors import InputError
-from rig.units import format_size
+from rig.units import format_duration, format_size
 
 
 @dataclass(frozen=True)
@@ -29,15 +29,25 @@ class Run:
     homing: str
     cc: str
     connections: int
-    volume_bytes: int
+    volume_bytes: int | None  # None: a time-based run
     rcvbuf_bytes: int
     wifi_standard: str
     repetition: int
     pairs: int
+    duration_s: float | None = None  # time-based runs: how long each sender sends
+    backup: str = "none"  # the path flagged MPTCP backup at the start
+    policy: str = "none"  # the node-side path policy
 
     def to_dict(self) -> dict:
-        # asdict() deep-copies field by field; every field is a str or int, so this is the same dict.
-        return {name: getattr(self, name) for name in _RUN_FIELDS}
+        # asdict() deep-copies field by field; every field is a str or number, so this is the same
+        # dict. The later fields are left out at their defaults: plans (and their digests, which
+        # --resume compares) of campaigns that do not use them stay what they were.
+        return {name: getattr(self, name) for name in _RUN_FIELDS
+                if name not in _OPTIONAL or getattr(self, name) != _OPTIONAL[name]}
+
+    @property
+    def time_based(self) -> bool:
+        return self.duration_s is not None
 
     @property
     def radio_key(self) -> tuple[str, str]:
@@ -46,6 +56,7 @@ class Run:
 
 
 _RUN_FIELDS = tuple(f.name for f in fields(Run))
+_OPTIONAL = {"duration_s": None, "backup": "none", "policy": "none"}
 
 
 def _new_run(values: dict) -> Run:
@@ -78,18 +89,11 @@ class Plan:
 
 
 def _run_id(levels: dict, repetition: int) -> str:
-    return "-".join(
-        [
-            levels["setup"],
-            levels["homing"],
-            levels["cc"],
-            f"c{levels['connections']}",
-            format_size(levels["volume"]),
-            "b" + format_size(levels["rcvbuf"]),
-            levels["wifi_standard"],
-            f"{repetition:02d}",
-        ]
-    )
+    amount = format_size(levels["volume"]) if levels["duration"] is None else format_duration(levels["duration"])
+    policies = [f"bk{levels['backup']}"] if levels["backup"] != "none" else []
+    policies += [levels["policy"]] if levels["policy"] != "none" else []
+    return "-".join([levels["setup"], levels["homing"], levels["cc"], f"c{levels['connections']}", amount,
+                     "b" + format_size(levels["rcvbuf"]), levels["wifi_standard"], *policies, f"{repetition:02d}"])
 
 
 def check_profiles(campaign: Campaign, source: str) -> None:
@@ -111,6 +115,11 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
     """The runs in execution order; the campaign's radio profiles are checked first."""
     check_profiles(campaign, source)
     levels = {"setup": campaign.setups, **{name: values for name, values in campaign.factors}}
+    # A run sends a volume or for a duration: the one not in use is a single None level.
+    if campaign.factors.duration:
+        levels["volume"] = [None]
+    else:
+        levels["duration"] = [None]
     names = list(levels)
     cells = [dict(zip(names, combo)) for combo in itertools.product(*levels.values())]
 
@@ -118,7 +127,8 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
     cell_fields = [{
         "setup": cell["setup"], "homing": cell["homing"], "cc": cell["cc"], "connections": cell["connections"],
         "volume_bytes": cell["volume"], "rcvbuf_bytes": cell["rcvbuf"], "wifi_standard": cell["wifi_standard"],
-        "pairs": campaign.pairs, "run_id": _run_id(cell, 0)[:-2],
+        "pairs": campaign.pairs, "duration_s": cell["duration"], "backup": cell["backup"], "policy": cell["policy"],
+        "run_id": _run_id(cell, 0)[:-2],
     } for cell in cells]
 
     blocks: dict[tuple, list[tuple[int, int]]] = {}

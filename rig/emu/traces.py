@@ -14,6 +14,15 @@ from pathlib import Path
 from rig.errors import InputError
 
 MTU_BYTES = 1500  # per opportunity, as Mahimahi counts it (the IP packet)
+TRACES = Path(__file__).resolve().parents[2] / "radio-configs" / "traces"
+
+
+def trace_path(name: str) -> Path:
+    """A campaign's trace: a file in radio-configs/traces (with or without .mahi), else a path."""
+    for candidate in (TRACES / name, TRACES / f"{name}.mahi"):
+        if "/" not in name and candidate.is_file():
+            return candidate
+    return Path(name)
 
 
 @dataclass(frozen=True)
