@@ -20,6 +20,7 @@ from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodpu
 from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
 from rig.errors import InputError
+from rig.report.studies import study_sections
 
 TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -30,6 +31,7 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
  th, td { border: 1px solid #ccc; padding: 3px 8px; text-align: left; }
  th { background: #eee; } td.num { text-align: right; }
  img { max-width: 100%; border: 1px solid #ddd; margin: 0.5em 0; }
+ .study { display: flex; gap: 1em; align-items: flex-start; } .study img { max-width: 62%; flex: none; }
  .bad { color: #a00; } dt { font-weight: bold; float: left; width: 9em; } dd { margin-left: 10em; }
 </style></head><body>
 <h1>Campaign {{ meta.campaign }} <small>({{ meta.campaign_id }})</small></h1>
@@ -53,6 +55,16 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 <img class="figure share" src="{{ f.share }}" alt="LTE/WiFi throughput share vs {{ f.label }}">
 <h3>Goodput with 95 % confidence intervals over repetitions</h3>
 <img class="figure goodput" src="{{ f.goodput }}" alt="goodput vs {{ f.label }}">
+{% endfor %}
+{% for s in studies %}
+<h2 id="{{ s.id }}">{{ s.title }}</h2>
+<p>{{ s.text }}</p>
+{% for i in s["items"] %}<div class="study">
+<img class="figure study-figure {{ i.kind }}" src="{{ i.src }}" alt="{{ i.alt }}">
+{% if i.rows %}<table id="table-{{ i.kind }}"><tr>{% for c in i.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in i.rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>{% endif %}
+</div>{% endfor %}
 {% endfor %}
 {% if summary %}
 <h2 id="summary">Per factor combination</h2>
@@ -119,12 +131,13 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
                 fig.savefig(tmp / entry[kind], dpi=100)
                 plt.close(fig)
             figures.append(entry)
+    studies = study_sections(campaign_dir, plotted, tmp) if rows else []
     columns, summary = _summary(rows, [f for f in FACTORS if f in varied(rows)])
     problems = [{"run_id": o["run_id"], "status": o["status"], "reason": o["reason"],
                  "params": ", ".join(f"{k}={o[k]}" for k in PARAM_KEYS if o.get(k) is not None)}
                 for o in outcomes if o["status"] != "ok"]
     html = TEMPLATE.render(
-        meta=load_metadata(campaign_dir), figures=figures, summary=summary, summary_columns=columns,
+        meta=load_metadata(campaign_dir), figures=figures, studies=studies, summary=summary, summary_columns=columns,
         problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
                 "failed": status["failed"], "invalid": status["invalid"],

@@ -1,0 +1,185 @@
+"""A campaign's study tables (docs/studies.md): which of the metrics its data supports, computed.
+
+study_tables(dir) reads a campaign directory or an export (analysis.load) and returns
+name -> rows for each table the data has what it needs for; the report draws them and the
+export writes them as data/<name>.parquet. Only runs with the given statuses count (ok by default).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pyarrow as pa
+import yaml
+
+from analysis.load import load_runs, load_series, run_outcomes
+from analysis.metrics import (PATHS, benefit_rows, fct_by_size, event_times, mptcp_vs_best_single, path_rates, recovery_times,
+                              rtt_distribution, run_t0, state_events, subflow_timeline, throughput_cv, traffic_share)
+
+BIN_S = 1.0  # throughput intervals, seconds (the paper's iperf reports were per second)
+RECOVERY_FRACTION = 0.5  # a restored path is back when an interval reaches this share of its pre-cut mean
+PRE_CUT_S = 10.0  # the window before a cut whose mean throughput a recovery is measured against
+PARAMS = ("policy", "backup", "duration_s")  # run parameters runs.parquet may not carry: taken from params.json
+
+
+def lossy_condition(campaign: dict) -> dict:
+    """The lossy link of a campaign (seed 003): lossy_path (wifi/lte, None if no loss on either
+    sender hop), its loss_pct and rate_bps, from `impairments`; loss given by a t=0 event counts too."""
+    out = {"lossy_path": None, "loss_pct": None, "rate_bps": None}
+    hops = campaign.get("impairments") or {}
+    for path in PATHS:
+        hop = hops.get(path) or {}
+        if hop.get("loss_pct"):
+            out = {"lossy_path": path, "loss_pct": float(hop["loss_pct"]), "rate_bps": hop.get("rate_bps")}
+    for e in campaign.get("events") or []:
+        if e.get("at_s") == 0 and e.get("path") in PATHS and e.get("loss_pct"):
+            out = {"lossy_path": e["path"], "loss_pct": float(e["loss_pct"]), "rate_bps": e.get("rate_bps")}
+    return out
+
+
+def _campaign_file(path: Path) -> dict:
+    f = Path(path) / "campaign.yaml"
+    try:
+        data = yaml.safe_load(f.read_text()) if f.is_file() else {}
+    except yaml.YAMLError:
+        data = {}
+    return data if isinstance(data, dict) else {}
+
+
+def _rows(table) -> list[dict]:
+    return table.to_pylist() if table.num_columns else []
+
+
+def load_study_rows(path: Path, statuses=("ok",)) -> tuple[list[dict], list[dict], list[dict]]:
+    """(runs, transfer_subflows, events) rows of the runs with these statuses; each runs row also
+    has the run's policy, backup and duration_s (from params.json where runs.parquet lacks them)
+    and the campaign's lossy condition."""
+    path = Path(path)
+    params = {o["run_id"]: o for o in run_outcomes(path)}
+    condition = lossy_condition(_campaign_file(path))
+    runs = []
+    for r in load_runs(path):
+        if r.get("status") not in statuses:
+            continue
+        p = params.get(r["run_id"], {})
+        runs.append({**condition, **{k: p.get(k) for k in PARAMS}, **{k: v for k, v in r.items() if v is not None
+                                                                        or k not in PARAMS}})
+    ids = {r["run_id"] for r in runs}
+    subflows = [s for s in _rows(load_series(path, "transfer_subflows")) if s["run_id"] in ids]
+    events = [e for e in _rows(load_series(path, "events")) if e["run_id"] in ids]
+    return runs, subflows, events
+
+
+def _fct_applies(runs: list[dict]) -> bool:
+    """Seed 001's figure: completion times over several flow sizes, MPTCP and a single path."""
+    timed = [r for r in runs if r.get("fct_s") is not None]
+    homings = {r.get("homing") for r in timed}
+    return len({r.get("volume_bytes") for r in timed}) > 1 and "dual" in homings and bool(homings & set(PATHS))
+
+
+def _benefit_applies(runs: list[dict]) -> bool:
+    """Seed 003's: a lossy link or the loss-aware policy, with MPTCP and both single paths."""
+    homings = {r.get("homing") for r in runs}
+    lossy = any(r.get("lossy_path") for r in runs) or any(r.get("policy") == "loss-aware" for r in runs)
+    return lossy and {"dual", *PATHS} <= homings
+
+
+def study_tables(path: Path, statuses=("ok",)) -> dict[str, list[dict]]:
+    runs, subflows, events = load_study_rows(path, statuses)
+    tables: dict[str, list[dict]] = {}
+    time_runs = {r["run_id"] for r in runs if r.get("volume_bytes") is None}
+    timed_subflows = [s for s in subflows if s["run_id"] in time_runs]
+    if timed_subflows:
+        t0 = run_t0([r for r in runs if r["run_id"] in time_runs], events)
+        cut_runs = {e["run_id"] for e in state_events(events)}
+        rates = path_rates(timed_subflows, t0, BIN_S)
+        steady = [r for r in rates if r["run_id"] not in cut_runs]
+        if steady:  # seed 000: long flows without cuts
+            steady_subflows = [s for s in timed_subflows if s["run_id"] not in cut_runs]
+            tables["metric_path_throughput"] = steady
+            tables["metric_throughput_cv"] = _with_params(throughput_cv(steady), runs)
+            tables["metric_traffic_share"] = _with_params(traffic_share(steady), runs)
+            tables["metric_rtt"] = rtt_distribution(steady_subflows, runs, ("homing", "path"))
+        tables["metric_subflow_timeline"] = subflow_timeline(timed_subflows, t0, BIN_S)  # seed 004
+        if cut_runs:
+            tables["metric_path_events"] = event_times(events, t0)
+            tables["metric_recovery"] = recovery_times([r for r in rates if r["run_id"] in cut_runs], events, t0,
+                                                       RECOVERY_FRACTION, PRE_CUT_S)
+    if _fct_applies(runs):  # seed 001
+        fct = fct_by_size(runs)
+        tables["metric_fct"] = fct
+        tables["metric_fct_vs_best_single"] = mptcp_vs_best_single(fct)
+    if _benefit_applies(runs):  # seed 003
+        tables["metric_benefit"] = benefit_rows(runs)
+    return {name: rows for name, rows in tables.items() if rows}
+
+
+def _with_params(rows: list[dict], runs: list[dict], keys=("homing", "cc")) -> list[dict]:
+    """Rows keyed by run_id with the run's homing and cc next to it (what the figures group by)."""
+    params = {r["run_id"]: r for r in runs}
+    return [{"run_id": r["run_id"], **{k: params.get(r["run_id"], {}).get(k) for k in keys},
+             **{k: v for k, v in r.items() if k != "run_id"}} for r in rows]
+
+
+# Column meanings for the exported tables (datapackage.json reads them from the Arrow field metadata).
+DESCRIPTIONS = {
+    "pair": "sender/receiver pair index (1-based)",
+    "path": "wifi or lte (total: both paths' sum per interval)",
+    "homing": "sender interfaces used: dual (MPTCP over both), lte or wifi",
+    "interval": "interval index after T0 (interval i covers (i, i+1] x the interval length)",
+    "t_s": "end of the interval, seconds after T0",
+    "bps": "bytes acked by the receiver in the interval x 8 / interval length, bit/s",
+    "intervals": "whole intervals counted",
+    "mean_bps": "mean throughput over the intervals, bit/s",
+    "stdev_bps": "sample standard deviation of the per-interval throughput, bit/s",
+    "cv": "coefficient of variation: stdev_bps / mean_bps",
+    "lte_more": "share of the intervals with traffic in which LTE carried more than WiFi",
+    "wifi_more": "share of the intervals with traffic in which WiFi carried more than LTE",
+    "equal": "share of the intervals with traffic in which both carried the same",
+    "samples": "RTT samples (the senders' subflow samples with an RTT)",
+    "mean_ms": "mean smoothed RTT, ms", "p10_ms": "10th percentile RTT, ms", "p50_ms": "median RTT, ms",
+    "p90_ms": "90th percentile RTT, ms", "p25_ms": "25th percentile RTT, ms", "p75_ms": "75th percentile RTT, ms", "max_ms": "largest RTT sample, ms",
+    "connection": "MPTCP connection index of the sender",
+    "subflow": "the subflow's local>remote address:port",
+    "rtt_ms": "mean smoothed RTT of the interval's samples, ms",
+    "pairs": "completed pairs (flows) in the cell",
+    "mean_s": "mean flow completion time, s", "ci_s": "half width of its 95 % confidence interval, s",
+    "median_s": "median flow completion time, s",
+    "dual_s": "MPTCP (dual-homed) mean flow completion time, s",
+    "best_single": "the single path with the lowest mean flow completion time",
+    "best_single_s": "its mean flow completion time, s", "ratio": "dual_s / best_single_s",
+    "duration": "configured duration of a time run, s (empty for volume runs)",
+    "lossy_path": "the sender hop the campaign made lossy (wifi or lte)",
+    "loss_pct": "its packet loss, %", "rate_bps": "its rate cap, bit/s",
+    "policy": "node-side path policy: none or loss-aware",
+    "g_bps": "MPTCP goodput per sender of the run (G), bit/s",
+    "c_wifi_bps": "highest single-path goodput over WiFi in the same condition (C_wifi), bit/s",
+    "c_lte_bps": "highest single-path goodput over LTE in the same condition (C_lte), bit/s",
+    "benefit": "aggregation benefit Ben(M) in [-1, 1]",
+    "state": "down (the path is cut) or up (restored)", "at_s": "when the campaign planned it, s after T0",
+    "actual_s": "when the rig applied it (the earliest of radio and node), s after T0",
+    "down_at_s": "when the cut was applied, s after T0", "up_at_s": "when the restore was applied, s after T0",
+    "cut_s": "length of the cut, s", "pre_bps": "the path's mean throughput in the 10 s before the cut, bit/s",
+    "recovered_at_s": "end of the first interval after the restore at >= 50 % of pre_bps, s after T0",
+    "recovery_s": "recovered_at_s - up_at_s (empty: never recovered)",
+}
+_INTEGERS = {"pair", "interval", "intervals", "samples", "pairs", "connections", "connection", "volume_bytes",
+             "rcvbuf_bytes", "repetition"}
+_STRINGS = {"run_id", "path", "state", "homing", "cc", "setup", "subflow", "best_single", "lossy_path", "policy",
+            "wifi_standard"}
+
+
+def as_arrow(rows: list[dict]) -> pa.Table:
+    """A study table as an Arrow table with fixed column types and descriptions in field metadata."""
+    fields = []
+    for name in rows[0]:
+        kind = pa.int64() if name in _INTEGERS else pa.string() if name in _STRINGS else pa.float64()
+        meta = {"description": DESCRIPTIONS[name]} if name in DESCRIPTIONS else None
+        fields.append(pa.field(name, kind, metadata=meta))
+    schema = pa.schema(fields)
+    return pa.Table.from_pylist([{f.name: r.get(f.name) for f in schema} for r in rows], schema=schema)
+
+
+def study_arrow_tables(path: Path) -> dict[str, pa.Table]:
+    """The study tables of a campaign's ok runs as Arrow tables (what `rig export` writes)."""
+    return {name: as_arrow(rows) for name, rows in study_tables(path).items()}
