@@ -8,8 +8,16 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rig import formats
+
+
+def _check_bundle(path: Path) -> None:
+    """An exported bundle (it has a datapackage.json) must be of a format this code reads."""
+    formats.check_file(path / "datapackage.json", formats.EXPORT)
+
 
 def _runs_path(path: Path) -> Path:
+    _check_bundle(path)
     for candidate in (path / "runs.parquet", path / "data" / "runs.parquet"):
         if candidate.is_file():
             return candidate
@@ -24,6 +32,7 @@ def load_runs(path: Path) -> list[dict]:
 def load_series(path: Path, name: str) -> pa.Table:
     """A time series over all runs (with run_id), from an export or gathered from a campaign dir."""
     path = Path(path)
+    _check_bundle(path)
     exported = path / "data" / f"{name}.parquet"
     if exported.is_file():
         return pq.read_table(exported)
@@ -45,6 +54,7 @@ def run_outcomes(path: Path) -> list[dict]:
     for status_file in sorted(Path(path).glob("runs/*/status.json")):
         run_dir = status_file.parent
         status = json.loads(status_file.read_text())
+        formats.check(status, status_file, formats.RUN_STATUS)
         params_file = run_dir / "params.json"
         params = json.loads(params_file.read_text()) if params_file.is_file() else {}
         out.append({**params, "run_id": run_dir.name, "status": status.get("status"),

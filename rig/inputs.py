@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from rig import formats
 from rig.errors import InputError
 from rig.yamlfile import load_yaml
 
@@ -28,8 +29,11 @@ def campaign_dir(path: Path, flag: str, needs: tuple[str, ...] = CAMPAIGN_FILES,
         if (path / name).exists():
             _readable(path / name)
     plan = path / "plan.json"
-    if plan.exists() and not isinstance(json.loads(plan.read_text()).get("runs"), list):
-        raise InputError(str(plan), "runs", "missing: not a campaign plan")
+    if plan.exists():
+        doc = json.loads(plan.read_text())
+        formats.check(doc, plan, formats.PLAN)
+        if not isinstance(doc.get("runs"), list):
+            raise InputError(str(plan), "runs", "missing: not a campaign plan")
     return path
 
 

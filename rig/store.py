@@ -9,6 +9,7 @@
 Every write is atomic: a run is assembled in runs/.partial-<run_id>/ and renamed into place
 only when complete, and files are written to a temporary name and renamed. So a killed
 campaign leaves either a whole run or none, and `--resume` only has to look at what exists.
+plan.json and each status.json carry their format version (rig.formats).
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from rig import formats
 from rig.campaign.plan import Plan, Run
 
 RUNS_COLUMNS = [
@@ -93,14 +95,16 @@ class CampaignStore:
         (staging / "runs").mkdir(parents=True)
         write_atomic(staging / "campaign.yaml", campaign_text)
         campaign_id = root.name.removeprefix(plan.campaign.name + "-")
-        write_json(staging / "plan.json", {**plan.to_dict(), "campaign_id": campaign_id})
+        write_json(staging / "plan.json", {**plan.to_dict(), "campaign_id": campaign_id, "format": formats.PLAN})
         write_json(staging / "metadata.json", {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
         os.rename(staging, root)
         return cls(root)
 
     @classmethod
     def find_resumable(cls, out: Path, plan: Plan) -> "CampaignStore | None":
-        """The newest unfinished campaign directory under `out` with the same plan."""
+        """The newest unfinished campaign directory under `out` with the same plan. A plan.json or
+        a run's status.json in a format this rig cannot read is refused (InputError) before
+        anything is written."""
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/plan.json"), key=lambda p: p.parent.name, reverse=True)
         for plan_file in candidates:
             store = cls(plan_file.parent)
@@ -108,7 +112,9 @@ class CampaignStore:
                 saved = json.loads(plan_file.read_text())
             except (OSError, json.JSONDecodeError):
                 continue
+            formats.check(saved, plan_file, formats.PLAN)
             if saved.get("digest") == plan.digest and len(store.finished_ids()) < len(plan.runs):
+                store.rows()  # reads every recorded run's status.json now, checking its format
                 return store
         return None
 
@@ -170,7 +176,8 @@ class CampaignStore:
         # status.json last: its presence is what marks the run as recorded.
         write_json(
             part / "status.json",
-            {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details},
+            {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details,
+             "format": formats.RUN_STATUS},
         )
         os.rename(part, final)
 
@@ -185,7 +192,9 @@ class CampaignStore:
         campaign, campaign_id = self._names()
         d = self.runs_dir / run_id
         params = json.loads((d / "params.json").read_text())
-        lag_retries = json.loads((d / "status.json").read_text()).get("lag_retries")
+        status = json.loads((d / "status.json").read_text())
+        formats.check(status, d / "status.json", formats.RUN_STATUS)
+        lag_retries = status.get("lag_retries")
         out = []
         for p in json.loads((d / "pairs.json").read_text()):
             out.append(

@@ -17,7 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import yaml
 
-from analysis.studies import study_arrow_tables
+from rig import formats
 from rig.errors import InputError, RigError
 from rig.export import datapackage
 from rig.export.readme import render
@@ -56,6 +56,8 @@ def _load_documents(campaign_dir: Path) -> tuple[dict, dict[str, list[str]], set
             parsed = yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text)
         except (yaml.YAMLError, json.JSONDecodeError) as e:
             raise InputError(str(path), "-", f"cannot parse: {str(e).splitlines()[0]}") from None
+        if name == "plan.json":
+            formats.check(parsed, path, formats.PLAN)
         clean, paths, found = strip_secrets(parsed)
         docs[name] = (text, clean, bool(paths))
         if paths:
@@ -92,6 +94,7 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
         statuses = Counter({r["run_id"]: r["status"] for r in runs}.values())  # runs, not pairs
         exported_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         (tmp / "datapackage.json").write_text(json.dumps({
+            "format": formats.EXPORT,
             "profile": "tabular-data-package",
             "name": datapackage.package_name(f"{meta.get('campaign')}-{meta.get('campaign_id')}"),
             "title": f"MPTCP rig campaign {meta.get('campaign')} ({meta.get('campaign_id')})",
@@ -127,10 +130,6 @@ def _write_tables(campaign_dir: Path, out: Path) -> list[dict]:
         path = f"data/{name}.parquet"
         schema, rows = write_series(files, out / path)
         written.append((name, path, schema, rows))
-    for name, table in study_arrow_tables(campaign_dir).items():  # the studies' metrics (docs/studies.md)
-        path = f"data/{name}.parquet"
-        write_table(table, out / path)
-        written.append((name, path, table.schema, table.num_rows))
     return [datapackage.resource(name, path, schema, rows, (out / path).stat().st_size,
                                  sha256_file(out / path))
             for name, path, schema, rows in written]
@@ -157,8 +156,10 @@ def _write_sums(bundle: Path) -> None:
 
 
 def verify(bundle: Path) -> list[str]:
-    """Problems found (empty when the bundle is intact), each naming its file."""
+    """Problems found (empty when the bundle is intact), each naming its file. A bundle of a
+    format this rig cannot read is refused (InputError) before its checksums are looked at."""
     bundle = Path(bundle)
+    formats.check_file(bundle / "datapackage.json", formats.EXPORT)
     sums = bundle / SUMS
     if not sums.is_file():
         return [f"{sums}: missing"]

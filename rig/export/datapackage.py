@@ -80,9 +80,8 @@ def table_schema(name: str, schema: pa.Schema) -> dict:
     fields = []
     for f in schema:
         field = {"name": f.name, "type": field_type(f.type)}
-        own = (f.metadata or {}).get(b"description")  # a table that describes its own columns wins
-        if own or f.name in DESCRIPTIONS:
-            field["description"] = own.decode() if own else DESCRIPTIONS[f.name]
+        if f.name in DESCRIPTIONS:
+            field["description"] = DESCRIPTIONS[f.name]
         fields.append(field)
     out: dict = {"fields": fields}
     if name in PRIMARY_KEYS and all(k in schema.names for k in PRIMARY_KEYS[name]):

@@ -27,7 +27,8 @@ def render(meta: dict, campaign_yaml: str, resources: list[dict], statuses: Coun
     out += _provenance(meta)
     out += ["## Files", "",
             "- `data/*.parquet`: the tables below (Parquet, zstd); `datapackage.json` describes them "
-            "as a Frictionless Tabular Data Package (field names, types, descriptions).",
+            "as a Frictionless Tabular Data Package (field names, types, descriptions; `format`: "
+            "this bundle's format version).",
             "- `campaign.yaml`: the campaign file as given; `plan.json`: every planned run with its "
             "parameters and the seed; `metadata.json`: provenance as recorded by the runner.",
             "- `SHA256SUMS`: checksums of every other file. Check with `rig export --verify DIR` "
