@@ -55,6 +55,7 @@ def agent(tmp_path):
 
 
 IPERF_CLIENT = {"mode": "client", "target": "127.0.0.1", "bytes": 1000}
+TRANSFER_SOURCE = {"mode": "source", "target": "127.0.0.1", "seconds": 1}
 HOSTILE = {
     # a shell command, however it is dressed
     "shell op": {"op": "sh", "script": "id"},
@@ -72,6 +73,12 @@ HOSTILE = {
     "iperf3 negative bytes": {"op": "launch", "key": "x", "program": "iperf3", "args": {**IPERF_CLIENT, "bytes": -1}},
     "iperf3 privileged port": {"op": "launch", "key": "x", "program": "iperf3", "args": {"mode": "server", "port": 22}},
     "iperf3 unknown mode": {"op": "launch", "key": "x", "program": "iperf3", "args": {"mode": "daemon"}},
+    "transfer injected path": {"op": "launch", "key": "x", "program": "transfer",
+                               "args": {**TRANSFER_SOURCE, "loss_aware": {"127.0.0.1 --at 0": 0.01}}},
+    "transfer loss above 1": {"op": "launch", "key": "x", "program": "transfer", "args": {**TRANSFER_SOURCE, "loss_aware": {"127.0.0.1": 5}}},
+    "transfer loss_aware list": {"op": "launch", "key": "x", "program": "transfer", "args": {**TRANSFER_SOURCE, "loss_aware": ["127.0.0.1"]}},
+    "transfer sample_ms zero": {"op": "launch", "key": "x", "program": "transfer", "args": {**TRANSFER_SOURCE, "sample_ms": 0}},
+    "transfer window text": {"op": "launch", "key": "x", "program": "transfer", "args": {**TRANSFER_SOURCE, "loss_window_s": "1; id"}},
     # sysctls off the allowlist
     "sysctl ip_forward": {"op": "sysctl", "values": {"net.ipv4.ip_forward": "1"}},
     "sysctl core_pattern": {"op": "sysctl", "values": {"kernel.core_pattern": "|/bin/sh"}},
@@ -146,10 +153,11 @@ def test_allowed_requests_work(agent):
         time.sleep(0.02)
     a.send({"op": "launch", "key": "src", "program": "transfer", "args": {
         "mode": "source", "port": 5298, "connections": 2, "target": "127.0.0.1", "bytes": 1_000_001, "cc": "cubic",
-        "at": time.time() + 0.2}})
+        "at": time.time() + 0.2, "sample_ms": 20}})
     src, sink = (json.loads(a.send({"op": "wait", "key": k, "timeout": 30})["stdout"]) for k in ("src", "sink"))
     assert sum(c["bytes"] for c in sink["connections"]) == 1_000_001 == sum(c["bytes"] for c in src["connections"])
     assert src["started_at"] <= min(c["first_byte_at"] for c in sink["connections"])
+    assert all(c["subflows"] and c["subflows"][-1][3] >= c["bytes"] for c in src["connections"])  # per-subflow series
     assert a.send({"op": "alive", "key": "srv"}) == {"alive": False}
     assert a.send({"op": "mib"})["MPTcpExtMPCapableSYNRX"] >= 1  # the client's MPTCP connection
     assert "cubic" in a.send({"op": "facts"})["available"]

@@ -11,13 +11,26 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       object: {"connections": [{"peer", "accepted_at", "first_byte_at", "last_byte_at", "bytes",
       "intervals": [[t, bytes], ...]}, ...]} (bytes read per interval, every MS ms) and exits.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
-                         [--cc C] [--at UNIX_TIME] [--tcp]
+                         [--cc C] [--at UNIX_TIME] [--tcp] [--sample-ms MS]
+                         [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]
       At --at (sleep, then spin the last 2 ms), opens N MPTCP connections in parallel and sends
       V bytes over all of them (V // N each, the first takes the rest) or sends for T seconds;
       then closes its side and waits for the receiver to close (it has read everything). Prints
-      {"started_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes"}]}
+      {"started_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
+      "subflows": [[t, local, remote, bytes_acked, bytes_sent, bytes_retrans, rtt_ms, cwnd, ssthresh], ...]}],
+      "switches": [{"t", "address", "loss", "action"}, ...]}
       (started_at: just before connect(), which sends the SYN). The receiver's times are when its
       reads returned the bytes.
+      subflows: every MS ms (default 100) a thread reads each connection's subflows from its own
+      socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the receiver
+      has closed; counters are cumulative per subflow, rtt_ms the smoothed RTT, cwnd and ssthresh
+      in segments (ssthresh 2147483647: not set yet). A subflow that has sent no data (a join
+      still in SYN_SENT, or one that never got through) is left out.
+      --loss-aware: the loss-aware path policy (rig_node.pathpolicy) on these samples: a local
+      address whose loss (retransmitted / sent bytes) over the last W seconds (default 1) reaches
+      its FRACTION is made a backup MPTCP endpoint, and restored when a window shows less or after
+      H seconds (default 10 W); each switch is in "switches", and every path it made backup is
+      restored before the program ends.
 
 --tcp: plain TCP sockets (a single-path baseline). Standard library only (it runs on the lab's
 nodes); times are the node's wall clock.
@@ -27,10 +40,17 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import signal
 import socket
 import sys
 import threading
 import time
+
+# The agent starts this file with `python -I`, which leaves the script's directory off sys.path;
+# the rig_node package sits beside it (on the boards and in the repository).
+sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from rig_node import mptcp_info, pathpolicy  # noqa: E402
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 CHUNK = 256 * 1024
@@ -101,9 +121,84 @@ def sink(port: int, connections: int, timeout_s: float, interval_s: float, tcp: 
     return doc
 
 
+class Connection:
+    """One sending connection as the sampler sees it: its socket once connected, its samples.
+    The lock keeps a sample from reading a socket that is being closed (its fd may be reused)."""
+
+    def __init__(self, index: int, tcp: bool):
+        self.index, self.tcp = index, tcp
+        self.sock: socket.socket | None = None
+        self.names: tuple[str, str] | None = None  # (local, remote) of a plain TCP socket
+        self.lock = threading.Lock()
+        self.rows: list[list] = []
+
+    def sample(self) -> list[mptcp_info.Subflow]:
+        with self.lock:  # the rows too: the final sample must stay the last row
+            if self.sock is None:
+                return []
+            try:
+                subflows = mptcp_info.subflows(self.sock, mptcp=not self.tcp, names=self.names)
+            except OSError:  # closing, or subflows changed twice while read: the next round has it
+                return []
+            t = round(time.time(), 6)  # after: the read may wait for the socket's lock (a send in progress)
+            for f in subflows:
+                if f.bytes_sent > 0:  # else a join still in SYN_SENT, or one that never got through
+                    self.rows.append([t, f.local, f.remote, f.bytes_acked, f.bytes_sent, f.bytes_retrans,
+                                      round(f.rtt_us / 1000, 3), f.snd_cwnd, f.snd_ssthresh])
+        return subflows
+
+    def close(self, s: socket.socket) -> None:
+        with self.lock:
+            self.sock = None
+            s.close()
+
+
+class Sampler:
+    """Samples every connection's subflows every `period_s` from `start` on (a grid: a late round
+    skips, never bunches), and feeds each round to the loss-aware policy when there is one."""
+
+    def __init__(self, conns: list[Connection], period_s: float, start: float,
+                 policy: pathpolicy.LossAware | None, endpoints: pathpolicy.Endpoints | None):
+        self.conns, self.period_s, self.start = conns, period_s, start
+        self.policy, self.endpoints = policy, endpoints
+        self.switches: list[dict] = []
+        self.error: str | None = None
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, daemon=True)
+        self._thread.start()
+
+    def _loop(self) -> None:
+        k = 1
+        while not self._stop.wait(max(0.0, self.start + k * self.period_s - time.time())):
+            t = time.time()
+            samples = [pathpolicy.Sample((c.index, f.local, f.remote), f.local.rsplit(":", 1)[0], f.bytes_sent,
+                                         f.bytes_retrans, f.state == mptcp_info.TCP_ESTABLISHED)
+                       for c in self.conns for f in c.sample()]
+            if self.policy is not None and self.error is None:
+                self._apply(self.policy.observe(t, samples))
+            k = max(k + 1, int((time.time() - self.start) / self.period_s) + 1)
+
+    def _apply(self, switches: list[pathpolicy.Switch]) -> None:
+        for sw in switches:
+            entry = sw.to_json()
+            try:
+                self.endpoints.apply(sw)
+            except (OSError, RuntimeError) as e:
+                entry["error"] = str(e)
+                self.error = self.error or f"loss-aware policy: {e}"
+            self.switches.append(entry)
+
+    def stop(self) -> None:
+        """Stops sampling and restores every path the policy holds backup."""
+        self._stop.set()
+        self._thread.join()
+        if self.policy is not None:
+            self._apply(self.policy.release(time.time()))
+
+
 def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int | None, until: float | None,
-          tcp: bool, result: dict) -> None:
-    s = _socket(tcp)
+          conn: Connection, result: dict) -> None:
+    s = _socket(conn.tcp)
     try:
         if bind:
             s.bind((bind, 0))
@@ -115,6 +210,9 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
         s.settimeout(None)
         result["local"] = "%s:%d" % s.getsockname()[:2]
         result["connected_at"] = time.time()
+        if conn.tcp:
+            conn.names = (result["local"], "%s:%d" % s.getpeername()[:2])
+        conn.sock = s
         data = memoryview(bytes(CHUNK))
         sent = 0
         while (volume is not None and sent < volume) or (until is not None and time.time() < until):
@@ -126,37 +224,61 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
         while s.recv(4096):  # the receiver closes once it has read everything
             pass
         result["closed_at"] = time.time()
+        conn.sample()  # the final one: everything acknowledged
     except OSError as e:
         result["error"] = f"{type(e).__name__}: {e}"
     finally:
-        s.close()
+        conn.close(s)
+        result["subflows"] = conn.rows
 
 
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
-           cc: str | None, at: float | None, tcp: bool = False) -> dict:
+           cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
+           loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None) -> dict:
+    policy = endpoints = None
+    if loss_aware:  # the endpoints are read before the start, not in it
+        endpoints = pathpolicy.Endpoints()
+        policy = pathpolicy.LossAware(loss_aware, loss_window_s, loss_hold_s, backup_at_start=endpoints.backup)
+    conns = [Connection(i, tcp) for i in range(connections)]
+    shares = [None] * connections if volume is None else \
+        [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
+    results: list[dict] = [{} for _ in range(connections)]
     if at is not None:
         while (left := at - time.time()) > SPIN_S:
             time.sleep(min(left - SPIN_S, 0.05))
         while time.time() < at:
             pass
     started = time.time()
-    shares = [None] * connections if volume is None else \
-        [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
     until = started + seconds if seconds is not None else None
-    results: list[dict] = [{} for _ in range(connections)]
-    threads = [threading.Thread(target=_send, args=(target, port, bind, cc, shares[i], until, tcp, results[i]), daemon=True)
-               for i in range(connections)]
+    threads = [threading.Thread(target=_send, args=(target, port, bind, cc, shares[i], until, conns[i], results[i]),
+                                daemon=True) for i in range(connections)]
     for t in threads:
         t.start()
-    for t in threads:
-        t.join()
+    sampler = Sampler(conns, sample_s, started, policy, endpoints)  # after the senders: not in their start
+    try:
+        for t in threads:
+            t.join()
+    finally:
+        sampler.stop()  # also on SIGTERM: no path stays backup after the program
     # The transfer starts with the first connection's SYN (the threads' own start-up is not in it).
     doc = {"started_at": min((r["started_at"] for r in results if "started_at" in r), default=started),
-           "connections": results}
-    errors = [r["error"] for r in results if "error" in r]
+           "connections": results, "switches": sampler.switches}
+    errors = [r["error"] for r in results if "error" in r] + ([sampler.error] if sampler.error else [])
     if errors:
         doc["error"] = errors[0]
     return doc
+
+
+def _threshold(text: str) -> tuple[str, float]:
+    address, sep, fraction = text.partition("=")
+    try:
+        socket.inet_aton(address)
+        value = float(fraction)
+    except (OSError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not ADDRESS=FRACTION") from None
+    if not sep or not 0 < value <= 1:
+        raise argparse.ArgumentTypeError(f"{text!r}: the fraction must be in (0, 1]")
+    return address, value
 
 
 def main() -> int:
@@ -179,11 +301,19 @@ def main() -> int:
     s.add_argument("--cc")
     s.add_argument("--at", type=float)
     s.add_argument("--tcp", action="store_true", help="plain TCP instead of MPTCP")
+    s.add_argument("--sample-ms", type=float, default=100.0, help="subflow sampling period")
+    s.add_argument("--loss-aware", nargs="+", type=_threshold, metavar="ADDR=FRACTION",
+                   help="loss-aware path policy: a local address and its loss threshold (0-1)")
+    s.add_argument("--loss-window-s", type=float, default=1.0)
+    s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
     a = p.parse_args()
     if a.mode == "sink":
         doc = sink(a.port, a.connections, a.timeout, a.interval_ms / 1000, a.tcp)
     else:
-        doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp)
+        # The agent stops a program with SIGTERM: unwind, so that the policy restores its paths.
+        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+        doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
+                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s)
     print(json.dumps(doc))
     return 1 if "error" in doc else 0
 

@@ -7,5 +7,7 @@ sysctls    the sysctls a request may set
 programs   the traffic programs a request may start, and the processes started
 sampling   interface counters and TCP sockets sampled during a run, kernel counters
 facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
+mptcp_info a connected MPTCP (or TCP) socket's subflows: tcp_info and addresses (rig_transfer.py)
+pathpolicy the loss-aware path policy: backup/restore decisions and their MPTCP endpoints
 ops        the closed set of requests, dispatched to the modules above
 """

@@ -46,9 +46,11 @@ TRANSFER = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file_
 
 
 def transfer(args: dict) -> list[str]:
-    """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives."""
+    """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives. A source
+    samples its subflows every `sample_ms`; `loss_aware` ({local address: loss fraction}) with
+    `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy)."""
     v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "timeout_s",
-                  "interval_ms"}, "transfer")
+                  "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
     argv = [sys.executable, "-I", TRANSFER, mode,
             "--port", str(v.integer(args.get("port", 5301), "transfer.port", 1024, 65535)),
@@ -72,6 +74,17 @@ def transfer(args: dict) -> list[str]:
     if "at" in args:
         now = time.time()
         argv += ["--at", repr(v.number(args["at"], "transfer.at", now - 60, now + 3600))]
+    if "sample_ms" in args:
+        argv += ["--sample-ms", str(v.number(args["sample_ms"], "transfer.sample_ms", 10, 10000))]
+    if "loss_aware" in args:
+        thresholds = v.mapping(args["loss_aware"], "transfer.loss_aware", 8)
+        if not thresholds:
+            raise v.Refused("transfer.loss_aware: no address")
+        argv += ["--loss-aware", *(f"{v.ipv4(a, 'transfer.loss_aware')}="
+                                   f"{v.number(f, f'transfer.loss_aware.{a}', 1e-6, 1.0)!r}" for a, f in thresholds.items())]
+    for key, flag, lo, hi in (("loss_window_s", "--loss-window-s", 0.1, 600), ("loss_hold_s", "--loss-hold-s", 0.1, 3600)):
+        if key in args:  # without loss_aware: checked, and without effect
+            argv += [flag, str(v.number(args[key], f"transfer.{key}", lo, hi))]
     return argv
 
 

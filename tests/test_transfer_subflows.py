@@ -1,0 +1,309 @@
+"""The rig transfer's per-subflow series and its loss-aware path policy.
+
+The policy's decisions are checked on synthetic samples (pure, no root). The real program runs
+in namespaces this test creates (and deletes, also on failure): a client and a server joined by
+two veth paths, MPTCP endpoints as the rig sets a dual-homed sender and its receiver (client:
+both addresses `subflow`, each pinned to one server address by its own table; server: the second
+address `signal`), so each connection has exactly two subflows. Path 2 can drop a fraction of
+its data packets (nodes/bpf/random_loss.bpf.c at the server's ingress; there is no netem here).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+import uuid
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO / "nodes" / "agent"))
+from rig_node.pathpolicy import Endpoints, LossAware, Sample, Switch  # noqa: E402
+
+TRANSFER = REPO / "nodes" / "agent" / "rig_transfer.py"
+C1, S1, C2, S2 = "10.77.1.1", "10.77.1.2", "10.77.2.1", "10.77.2.2"
+MB = 1 << 20
+
+
+# -- the policy's decisions, on synthetic samples ------------------------------------------------
+
+def feed(policy: LossAware, t: float, paths: dict[str, tuple[int, int]], established: bool = True) -> list[Switch]:
+    """One round: each address one subflow with cumulative (sent, retrans)."""
+    return policy.observe(t, [Sample(("c0", a), a, s, r, established) for a, (s, r) in paths.items()])
+
+
+def run_rounds(policy: LossAware, rounds: int, step: float, rates: dict[str, tuple[int, float]], t0: float = 0.0,
+               totals: dict | None = None) -> list[Switch]:
+    """`rounds` rounds every `step` s; each address sends `bytes` per round with `loss` of them retransmitted."""
+    totals = totals if totals is not None else {a: [0, 0] for a in rates}
+    out = []
+    for k in range(1, rounds + 1):
+        for a, (per_round, loss) in rates.items():
+            totals[a][0] += per_round
+            totals[a][1] += int(per_round * loss)
+        out += feed(policy, t0 + k * step, {a: tuple(v) for a, v in totals.items()})
+    return out
+
+
+def test_a_lossy_path_goes_backup_once_a_full_window_shows_it():
+    p = LossAware({"w": 0.001, "l": 0.01}, window_s=1.0)
+    totals = {"w": [0, 0], "l": [0, 0]}
+    rates = {"w": (MB, 0.002), "l": (MB, 0.0)}
+    # the first round (t = 0.1) is the base: at t = 1.0 the history spans 0.9 s, no full window
+    assert run_rounds(p, 10, 0.1, rates, totals=totals) == []
+    switches = run_rounds(p, 1, 0.1, rates, t0=1.0, totals=totals)
+    assert [(s.address, s.action) for s in switches] == [("w", "backup")]
+    assert switches[0].loss == pytest.approx(0.002, rel=0.01) and switches[0].t == pytest.approx(1.1)
+    assert p.held() == ["w"]
+
+
+def test_below_the_threshold_nothing_switches():
+    p = LossAware({"w": 0.001, "l": 0.01}, window_s=1.0)
+    assert run_rounds(p, 50, 0.1, {"w": (MB, 0.0009), "l": (MB, 0.009)}) == []
+
+
+def test_the_last_path_that_is_not_backup_is_never_switched():
+    # the other path has no established subflow
+    p = LossAware({"w": 0.001}, window_s=1.0)
+    for k in range(1, 30):
+        assert p.observe(k * 0.1, [Sample("a", "w", k * MB, k * MB // 10, True),
+                                   Sample("b", "l", k * MB, 0, False)]) == []
+    # the other path is backup from the start (the campaign's setting)
+    p = LossAware({"w": 0.001}, window_s=1.0, backup_at_start=frozenset({"l"}))
+    assert run_rounds(p, 30, 0.1, {"w": (MB, 0.1), "l": (MB, 0.0)}) == []
+    # both lossy: the first goes backup, the second then is the last one left
+    p = LossAware({"w": 0.001, "l": 0.001}, window_s=1.0)
+    switches = run_rounds(p, 30, 0.1, {"w": (MB, 0.1), "l": (MB, 0.1)})
+    assert [s.action for s in switches] == ["backup"] and len(p.held()) == 1
+
+
+def test_a_window_with_too_few_bytes_is_no_measure():
+    p = LossAware({"w": 0.001, "l": 0.01}, window_s=1.0)
+    # 1 retransmitted segment of 10 in each window: 10 % "loss" from 14 kB is no measure
+    assert run_rounds(p, 40, 0.1, {"w": (1448, 0.1), "l": (MB, 0.0)}) == []
+
+
+def test_a_backup_path_is_restored_when_what_it_sent_shows_low_loss():
+    p = LossAware({"w": 0.01, "l": 0.01}, window_s=1.0, hold_s=100)
+    totals = {"w": [0, 0], "l": [0, 0]}
+    assert [s.action for s in run_rounds(p, 11, 0.1, {"w": (MB, 0.05), "l": (MB, 0)}, totals=totals)] == ["backup"]
+    # still lossy while backup: stays backup
+    assert run_rounds(p, 20, 0.1, {"w": (MB // 8, 0.05), "l": (MB, 0)}, t0=1.1, totals=totals) == []
+    # no loss, but 200 kB a window is too small a sample for 1 % (5 segments at 1 %: 724 kB)
+    assert run_rounds(p, 20, 0.1, {"w": (20_000, 0.0), "l": (MB, 0)}, t0=3.1, totals=totals) == []
+    # what it carries now, enough of it, arrives without loss: restored within a window
+    switches = run_rounds(p, 12, 0.1, {"w": (MB // 8, 0.0), "l": (MB, 0)}, t0=5.1, totals=totals)
+    assert [(s.address, s.action) for s in switches] == [("w", "restore")]
+    assert switches[0].loss < 0.01 and p.held() == []  # the sliding window fell below the threshold
+
+
+def test_a_backup_path_that_carries_nothing_is_restored_after_the_hold():
+    p = LossAware({"w": 0.01, "l": 0.01}, window_s=1.0, hold_s=5.0)
+    totals = {"w": [0, 0], "l": [0, 0]}
+    backup = run_rounds(p, 11, 0.1, {"w": (MB, 0.05), "l": (MB, 0)}, totals=totals)
+    assert [s.action for s in backup] == ["backup"]
+    switches = run_rounds(p, 60, 0.1, {"w": (0, 0), "l": (MB, 0)}, t0=1.1, totals=totals)
+    assert [(s.address, s.action, s.loss) for s in switches] == [("w", "restore", None)]
+    assert switches[0].t - backup[0].t == pytest.approx(5.0)
+    # measured afresh as a regular path (from the restore on): still lossy => backup again as
+    # soon as a window since the restore has enough bytes
+    again = run_rounds(p, 12, 0.1, {"w": (MB, 0.05), "l": (MB, 0)}, t0=7.1, totals=totals)
+    assert [(s.action, s.t) for s in again] == [("backup", pytest.approx(7.2))]
+
+
+def test_subflows_that_come_and_go_keep_the_path_counts_cumulative():
+    p = LossAware({"w": 0.01, "l": 0.01}, window_s=1.0)
+    for k in range(1, 12):  # subflow "a" on w, then it closes and "b" (counting from 0) replaces it
+        sub = [Sample("a", "w", k * MB, 0, True)] if k <= 5 else [Sample("b", "w", (k - 5) * MB, 0, True)]
+        assert p.observe(k * 0.1, sub + [Sample("x", "l", k * MB, 0, True)]) == []
+    assert p.paths["w"].sent == 11 * MB and p.paths["w"].retrans == 0
+
+
+def test_release_restores_every_path_the_policy_holds():
+    p = LossAware({"w": 0.01, "l": 0.01}, window_s=1.0)
+    run_rounds(p, 11, 0.1, {"w": (MB, 0.05), "l": (MB, 0)})
+    assert [(s.address, s.action, s.loss) for s in p.release(99.0)] == [("w", "restore", None)]
+    assert p.held() == [] and p.release(100.0) == []
+
+
+def test_endpoints_by_address():
+    e = Endpoints([{"address": "10.0.0.1", "id": 1, "subflow": True, "dev": "w0"},
+                   {"address": "10.0.1.1", "id": 2, "subflow": True, "backup": True, "dev": "l0"}])
+    assert e.ids == {"10.0.0.1": 1, "10.0.1.1": 2} and e.backup == {"10.0.1.1"}
+    with pytest.raises(RuntimeError, match="no MPTCP endpoint"):
+        e.apply(Switch(0.0, "10.9.9.9", 0.5, "backup"))
+
+
+# -- the real program in namespaces ---------------------------------------------------------------
+
+needs_root = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
+
+
+def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
+    return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
+
+
+@contextmanager
+def two_paths():
+    """{"c": client namespace, "s": server namespace}; both deleted afterwards."""
+    prefix = "tsf" + uuid.uuid4().hex[:6]
+    ns = {"c": f"{prefix}-c", "s": f"{prefix}-s"}
+    try:
+        for name in ns.values():
+            sh("ip", "netns", "add", name)
+            sh("ip", "-n", name, "link", "set", "lo", "up")
+        for c, s, ca, sa in (("c1", "s1", C1, S1), ("c2", "s2", C2, S2)):
+            sh("ip", "link", "add", c, "netns", ns["c"], "type", "veth", "peer", "name", s, "netns", ns["s"])
+            for n, dev, addr in (("c", c, ca), ("s", s, sa)):
+                # one MTU packet a frame (as on a radio), so that a drop is one segment's loss
+                sh("ip", "netns", "exec", ns[n], "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+                sh("ip", "-n", ns[n], "addr", "add", f"{addr}/24", "dev", dev)
+                sh("ip", "-n", ns[n], "link", "set", dev, "up")
+            # 20 Mbit/s each (two cores shared by everyone must not be what limits the paths), with
+            # room in the queue for all the sender may have in flight: no loss but the one made
+            sh("ip", "netns", "exec", ns["c"], "tc", "qdisc", "replace", "dev", c, "root", "tbf", "rate", "20mbit",
+               "burst", "16kb", "latency", "1s")
+        # the client as the rig's dual-homed sender: each address pinned to one server address
+        for table, src, dst, dev in (("101", C1, S1, "c1"), ("102", C2, S2, "c2")):
+            sh("ip", "-n", ns["c"], "route", "add", f"{dst}/32", "dev", dev, "table", table)
+            sh("ip", "-n", ns["c"], "route", "add", "unreachable", "default", "table", table)
+            sh("ip", "-n", ns["c"], "rule", "add", "pref", str(1000 + int(table)), "from", src, "table", table)
+            sh("ip", "-n", ns["c"], "mptcp", "endpoint", "add", src, "dev", dev, "subflow")
+        sh("ip", "-n", ns["c"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "1")
+        sh("ip", "-n", ns["s"], "mptcp", "endpoint", "add", S2, "dev", "s2", "signal")
+        sh("ip", "-n", ns["s"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "0")
+        for name in ns.values():  # as on the rig's nodes; arp_ignore: s2 does not answer for S1
+            sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1",
+               "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
+        sh("ip", "netns", "exec", ns["c"], "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 262144 1048576")  # < the queue
+        yield ns
+    finally:
+        for name in ns.values():
+            sh("ip", "netns", "del", name, check=False)
+
+
+def transfer(ns: str, *args: str) -> subprocess.Popen:
+    """rig_transfer.py as the node agent starts it (python -I)."""
+    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-I", str(TRANSFER), *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def listening(ns: str, port: int) -> bool:
+    return bool(sh("ip", "netns", "exec", ns, "ss", "-HMtln", f"sport = :{port}", check=False).stdout.strip()) or \
+        bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
+
+
+def run_transfer(ns: dict, source_args: list[str], during=None) -> tuple[dict, dict]:
+    """A sink in the server namespace and a source in the client's; (source report, sink report).
+    `during()` is called repeatedly while the source runs."""
+    sink = transfer(ns["s"], "sink", "--port", "5400", "--connections", "1", "--timeout", "120")
+    source = None
+    try:
+        deadline = time.monotonic() + 10
+        while not listening(ns["s"], 5400):
+            assert time.monotonic() < deadline, "the sink did not listen"
+            time.sleep(0.05)
+        source = transfer(ns["c"], "source", "--target", S1, "--port", "5400", "--connections", "1", *source_args)
+        while source.poll() is None and during is not None:
+            during()
+            time.sleep(0.05)
+        out, err = source.communicate(timeout=120)
+        sink_out, sink_err = sink.communicate(timeout=60)
+        assert source.returncode == 0, err or out
+        assert sink.returncode == 0, sink_err or sink_out
+        return json.loads(out), json.loads(sink_out)
+    finally:
+        for p in (source, sink):
+            if p is not None and p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+def by_subflow(rows: list[list]) -> dict[tuple[str, str], list[list]]:
+    out: dict[tuple[str, str], list[list]] = {}
+    for r in rows:
+        out.setdefault((r[1].rsplit(":", 1)[0], r[2].rsplit(":", 1)[0]), []).append(r)
+    return out
+
+
+@needs_root
+def test_the_source_reports_each_subflow_over_time():
+    with two_paths() as ns:
+        src, sink = run_transfer(ns, ["--seconds", "3", "--sample-ms", "100"])
+    conn = src["connections"][0]
+    assert src["switches"] == [] and conn["bytes"] == sink["connections"][0]["bytes"]
+    subflows = by_subflow(conn["subflows"])
+    assert set(subflows) == {(C1, S1), (C2, S2)}, subflows.keys()  # the rig's two paths
+    for key, rows in subflows.items():
+        assert len(rows) >= 10, (key, len(rows))  # 3 s at 10 Hz, less what the join and the start take
+        times, acked = [r[0] for r in rows], [r[3] for r in rows]
+        assert times == sorted(times) and acked == sorted(acked) and acked[-1] > acked[0] + MB, (key, acked)
+        assert all(r[4] >= r[3] - 2 for r in rows), key  # sent >= acked (the SYN and the FIN count in acked)
+        assert all(0 < r[6] < 1000 and r[7] > 0 and r[8] > 0 for r in rows[1:]), key  # rtt_ms, cwnd, ssthresh
+    # the last sample is taken after the receiver closed: everything sent is acknowledged
+    last = conn["subflows"][-1]
+    assert last[0] >= conn["closed_at"]
+    assert sum(rows[-1][3] for rows in subflows.values()) >= conn["bytes"]
+
+
+@needs_root
+def test_a_tcp_connection_is_one_subflow():
+    with two_paths() as ns:
+        sink = transfer(ns["s"], "sink", "--port", "5401", "--connections", "1", "--timeout", "60", "--tcp")
+        try:
+            deadline = time.monotonic() + 10
+            while not listening(ns["s"], 5401):
+                assert time.monotonic() < deadline, "the sink did not listen"
+                time.sleep(0.05)
+            p = sh("ip", "netns", "exec", ns["c"], sys.executable, "-I", str(TRANSFER), "source", "--target", S1,
+                   "--port", "5401", "--bytes", str(4 * MB), "--tcp", "--sample-ms", "50")
+        finally:
+            sink.kill()
+            sink.communicate()
+    conn = json.loads(p.stdout)["connections"][0]
+    assert {(r[1], r[2]) for r in conn["subflows"]} == {(conn["local"], f"{S1}:5401")}
+    assert conn["subflows"][-1][3] >= 4 * MB
+
+
+def endpoint_flags(ns: str) -> dict[str, bool]:
+    """address -> backup flag of the namespace's MPTCP endpoints."""
+    return {e["address"]: bool(e.get("backup")) for e in json.loads(sh("ip", "-n", ns, "-j", "mptcp", "endpoint", "show").stdout)}
+
+
+def random_loss(ns: str, dev: str, ppm: int) -> None:
+    from rig import congestion
+
+    obj = congestion.BUILD_DIR / f"loss_{ppm}.bpf.o"
+    sh("make", "-s", "-C", str(congestion.BPF_DIR), f"BUILD={congestion.BUILD_DIR}", str(obj))
+    sh("ip", "netns", "exec", ns, "ip", "link", "set", "dev", dev, "xdpgeneric", "obj", str(obj), "sec", "xdp")
+
+
+@needs_root
+def test_the_loss_aware_policy_makes_the_lossy_path_backup_and_restores_it_at_the_end():
+    with two_paths() as ns:
+        random_loss(ns["s"], "s2", 50_000)  # 5 % of path 2's data packets
+        seen = []
+        src, _ = run_transfer(ns, ["--seconds", "6", "--loss-aware", f"{C1}=0.02", f"{C2}=0.02",
+                                   "--loss-window-s", "1", "--loss-hold-s", "60"],
+                              during=lambda: seen.append(endpoint_flags(ns["c"])))
+        after = endpoint_flags(ns["c"])
+    switches = src["switches"]
+    assert [(s["address"], s["action"]) for s in switches] == [(C2, "backup"), (C2, "restore")], switches
+    backup, restore = switches
+    assert backup["loss"] >= 0.02 and "error" not in backup  # the loss it saw
+    assert restore["loss"] is None and restore["t"] > backup["t"]  # restored at the end of the run
+    assert {C1: False, C2: True} in seen  # the endpoint carried the backup flag during the run
+    assert after == {C1: False, C2: False}  # and no longer after it
+    # after the switch, the lossy path carries little: most of the data goes over path 1
+    rows = by_subflow(src["connections"][0]["subflows"])
+    at = backup["t"]
+
+    def acked_after(key):
+        r = rows[key]
+        return r[-1][3] - next(x[3] for x in r if x[0] >= at)
+    assert acked_after((C1, S1)) > 5 * acked_after((C2, S2))
