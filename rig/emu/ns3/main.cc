@@ -3,9 +3,13 @@
 // Prints READY once every TAP is open and the simulator runs; SIGTERM/SIGINT end it cleanly.
 
 #include "control.h"
+#include "dcf.h"
+#include "dcf_calibrate.h"
 #include "json.h"
 #include "links.h"
 #include "lte.h"
+#include "lte_calibrate.h"
+#include "lte_tti_network.h"
 #include "wifi.h"
 #include "monitor.h"
 #include "realtime.h"
@@ -62,9 +66,17 @@ MakeNetwork(const rigemu::Json& config)
     {
         return std::make_unique<rigemu::LteNetwork>(config);
     }
+    if (kind == "lte_tti")
+    {
+        return std::make_unique<rigemu::LteTtiNetwork>(config);
+    }
     if (kind == "wifi")
     {
         return std::make_unique<rigemu::WifiNetwork>(config);
+    }
+    if (kind == "dcf")
+    {
+        return std::make_unique<rigemu::DcfNetwork>(config);
     }
     throw std::runtime_error("kind '" + kind + "' is not supported by this build");
 }
@@ -111,10 +123,18 @@ main(int argc, char** argv)
     std::string configPath;
     for (int i = 1; i + 1 < argc; ++i)
     {
+        if (std::strcmp(argv[i], "--calibrate") == 0) // LTE models in simulated time (lte_calibrate.h)
+        {
+            return rigemu::RunLteCalibration(argv[i + 1]);
+        }
         if (std::strcmp(argv[i], "--config") == 0)
         {
             configPath = argv[i + 1];
         }
+    }
+    if (argc == 3 && std::strcmp(argv[1], "--calibrate-wifi") == 0)
+    {
+        return rigemu::RunCalibration(argv[2]); // not real time: scripts/calibrate_wifi.py
     }
     if (configPath.empty())
     {
