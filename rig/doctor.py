@@ -57,7 +57,7 @@ def check_ccs() -> list[Check]:
         return out
     for name in congestion.COUPLED:
         why = congestion.explain(name)
-        out.append(Check(f"coupled CC {name}", why is None, "can run (BPF struct_ops)" if why is None else why,
+        out.append(Check(f"coupled CC {name}", why is None, "can run (BPF struct_ops)" if why is None else why.message,
                          "see docs/congestion-control.md", required=False))
     return out
 
@@ -128,7 +128,7 @@ def run_checks() -> list[Check]:
 CAMPAIGN_CCS = ("cubic", "reno", "lia", "olia", "balia")
 
 
-def node_cc_report(inventory: Path) -> list[tuple[str, dict[str, str | None]]]:
+def node_cc_report(inventory: Path) -> list[tuple[str, dict[str, congestion.WhyNot | None]]]:
     """Per node of the inventory: each CC and why it cannot run there (None: it can)."""
     from rig import congestion
     from rig.lab import CONTROL_DIR, NODE_CC_FIX, check_hosts, load_lab, node_cc_facts

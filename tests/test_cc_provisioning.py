@@ -100,16 +100,23 @@ def test_module_names_agree():
     assert tuple(role["node_coupled_ccs"]) == congestion.COUPLED
 
 
-@pytest.mark.parametrize("facts, reason", [
-    (dict(out_of_tree=True, modules=frozenset({"mptcp_olia"})), "module mptcp_olia not loaded (FIX)"),
-    (dict(out_of_tree=True), "out-of-tree MPTCP kernel without module mptcp_olia"),
-    (dict(mptcp=True), "kernel has no BTF"),
-    (dict(mptcp=True, btf=True), "no BPF struct_ops tcp_congestion_ops"),
-    (dict(mptcp=True, btf=True, struct_ops=True, missing_tools=("clang",)), "clang missing to build it (FIX)"),
-    (dict(mptcp=True, btf=True, struct_ops=True), "not registered (FIX)"),
+Cause = congestion.Cause
+
+
+@pytest.mark.parametrize("facts, cause, reason", [
+    (dict(out_of_tree=True, modules=frozenset({"mptcp_olia"})), Cause.MODULE_NOT_LOADED,
+     "module mptcp_olia not loaded (FIX)"),
+    (dict(out_of_tree=True), Cause.NO_MODULE, "out-of-tree MPTCP kernel without module mptcp_olia"),
+    (dict(), Cause.NO_MPTCP, "kernel has no MPTCP"),
+    (dict(mptcp=True), Cause.NO_BTF, "kernel has no BTF"),
+    (dict(mptcp=True, btf=True), Cause.NO_STRUCT_OPS, "no BPF struct_ops tcp_congestion_ops"),
+    (dict(mptcp=True, btf=True, struct_ops=True, missing_tools=("clang",)), Cause.NO_BUILD_TOOLS,
+     "clang missing to build it (FIX)"),
+    (dict(mptcp=True, btf=True, struct_ops=True), Cause.NOT_REGISTERED, "not registered (FIX)"),
 ])
-def test_why_not_a_node_can_run_olia(facts, reason):
-    assert reason in congestion.why_not("olia", congestion.KernelFacts(frozenset({"cubic"}), **facts), "FIX")
+def test_why_not_a_node_can_run_olia(facts, cause, reason):
+    why = congestion.why_not("olia", congestion.KernelFacts(frozenset({"cubic"}), **facts), "FIX")
+    assert why.cause is cause and reason in why.message and str(why) == why.message
 
 
 def test_facts_script_reads_this_host():

@@ -55,6 +55,8 @@ def registered():
     before = congestion.available()
     congestion.ensure_registered(congestion.COUPLED)
     yield before
+    if not set(congestion.COUPLED) & before:  # none was registered before this module: nor after it
+        congestion.unregister_all()
 
 
 @contextmanager
@@ -227,7 +229,9 @@ def test_disjoint_paths_beat_the_better_path(registered, topo, cc):
 
 
 def test_unregister_leaves_nothing(registered):
-    """Run last: the topologies (and their sockets) are gone, so the maps must go too."""
+    """Unregistering removes the struct_ops maps and their per-connection maps once no socket uses
+    them (this module's topologies drain their connections before they go); registered again
+    afterwards, so the tests of this module run in any order."""
     ours = {map_id for _, map_id, state in congestion.struct_ops_maps() if state == "INUSE"}
     assert ours
     congestion.unregister_all()
@@ -248,5 +252,4 @@ def test_unregister_leaves_nothing(registered):
         assert not ours_left, f"struct_ops maps still there: {ours_left}"
         assert not conns_left, "per-connection maps left behind"
     finally:
-        if set(congestion.COUPLED) & registered:  # someone else relied on them: put them back
-            congestion.ensure_registered(set(congestion.COUPLED) & registered)
+        congestion.ensure_registered(congestion.COUPLED)  # the fixture unregisters at the end if it registered

@@ -21,7 +21,7 @@ def host_cc_problems(c) -> list[tuple[str, str]]:
     out = []
     for i, cc in enumerate(c.factors.cc):
         why = congestion.explain(cc)
-        if why is not None and not (cc in congestion.COUPLED and why.startswith("not registered (")):
+        if why is not None and why.cause is not congestion.Cause.NOT_REGISTERED:
             out.append((f"factors.cc[{i}]", f"{cc!r} cannot run on this host: {why}"))
     return out
 
