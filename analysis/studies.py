@@ -23,18 +23,21 @@ PARAMS = ("policy", "backup", "duration_s")  # run parameters runs.parquet may n
 
 
 def lossy_condition(campaign: dict) -> dict:
-    """The lossy link of a campaign (seed 003): lossy_path (wifi/lte, None if no loss on either
-    sender hop), its loss_pct and rate_bps, from `impairments`; loss given by a t=0 event counts too."""
-    out = {"lossy_path": None, "loss_pct": None, "rate_bps": None}
+    """The lossy link of a campaign (seed 003): lossy_path (wifi/lte; None if neither sender hop
+    loses packets), its loss_pct and rate_bps. Loss comes from `impairments` or from an event at
+    t=0 (which wins); the rate from that event, else from the hop's impairment."""
     hops = campaign.get("impairments") or {}
-    for path in PATHS:
-        hop = hops.get(path) or {}
-        if hop.get("loss_pct"):
-            out = {"lossy_path": path, "loss_pct": float(hop["loss_pct"]), "rate_bps": hop.get("rate_bps")}
+    lossy = {p: (hops.get(p) or {}).get("loss_pct") for p in PATHS}
+    rate = {p: (hops.get(p) or {}).get("rate_bps") for p in PATHS}
     for e in campaign.get("events") or []:
-        if e.get("at_s") == 0 and e.get("path") in PATHS and e.get("loss_pct"):
-            out = {"lossy_path": e["path"], "loss_pct": float(e["loss_pct"]), "rate_bps": e.get("rate_bps")}
-    return out
+        if e.get("at_s") == 0 and e.get("path") in PATHS and e.get("loss_pct") is not None:
+            lossy[e["path"]] = e["loss_pct"]
+            rate[e["path"]] = e.get("rate_bps", rate[e["path"]])
+    path = next((p for p in PATHS if lossy[p]), None)
+    if path is None:
+        return {"lossy_path": None, "loss_pct": None, "rate_bps": None}
+    return {"lossy_path": path, "loss_pct": float(lossy[path]),
+            "rate_bps": None if rate[path] is None else float(rate[path])}
 
 
 def _campaign_file(path: Path) -> dict:

@@ -136,3 +136,14 @@ def test_recovery_time_after_a_restore():
     # the second cut (30-35 s): nothing afterwards
     assert second["pre_bps"] == pytest.approx((200 + 300 + 600 + 7 * 1000) / 10)  # intervals 20..29
     assert second["recovery_s"] is None
+
+
+def test_the_lossy_condition_of_a_campaign():
+    from analysis.studies import lossy_condition
+
+    assert lossy_condition({}) == {"lossy_path": None, "loss_pct": None, "rate_bps": None}
+    hops = {"wifi": {"rate_bps": 30e6, "delay_ms": 5}, "lte": {"rate_bps": 20e6}}
+    by_event = {"impairments": hops, "events": [{"at_s": 0, "path": "lte", "loss_pct": 1, "direction": "up"}]}
+    assert lossy_condition(by_event) == {"lossy_path": "lte", "loss_pct": 1.0, "rate_bps": 20e6}
+    by_hop = {"impairments": {"wifi": {"rate_bps": 10e6, "loss_pct": 0.01}}}
+    assert lossy_condition(by_hop) == {"lossy_path": "wifi", "loss_pct": 0.01, "rate_bps": 10e6}

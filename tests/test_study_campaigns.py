@@ -1,0 +1,45 @@
+"""The studies' campaign files (docs/studies.md): each one validates and plans, and each
+emulated-scale twin runs the same conditions as its lab file, only fewer or shorter runs."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from rig.campaign.model import load_campaign
+from rig.campaign.plan import expand
+
+CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
+STUDY_FILES = sorted(p for s in ("000", "001", "003", "004") for p in CAMPAIGNS.glob(f"seed{s}-*.yaml"))
+LAB_FILES = [p for p in STUDY_FILES if not p.stem.endswith("-emulated")]
+
+
+def test_every_study_has_its_campaigns():
+    assert {p.stem[:7] for p in LAB_FILES} == {"seed000", "seed001", "seed003", "seed004"}
+    assert all(p.with_name(f"{p.stem}-emulated.yaml").is_file() for p in LAB_FILES)
+
+
+@pytest.mark.parametrize("path", STUDY_FILES, ids=lambda p: p.stem)
+def test_campaign_validates_and_plans(path):
+    campaign = load_campaign(path)
+    assert campaign.name == path.stem
+    plan = expand(campaign)
+    assert plan.runs and len({r.run_id for r in plan.runs}) == len(plan.runs)
+
+
+@pytest.mark.parametrize("path", LAB_FILES, ids=lambda p: p.stem)
+def test_emulated_twin_keeps_the_conditions(path):
+    lab = load_campaign(path).model_dump()
+    emulated = load_campaign(path.with_name(f"{path.stem}-emulated.yaml")).model_dump()
+    for key in ("setups", "pairs", "lte_profile", "events", "loss_aware", "tcp"):
+        assert lab[key] == emulated[key], key
+    for factor in ("homing", "policy", "backup", "connections"):
+        assert lab["factors"][factor] == emulated["factors"][factor], factor
+    assert set(emulated["factors"]["cc"]) <= set(lab["factors"]["cc"])
+    assert set(emulated["factors"]["volume"]) <= set(lab["factors"]["volume"])
+    for hop, values in lab["impairments"].items():  # the same hops; only a rate may be lower
+        twin = emulated["impairments"][hop]
+        assert {k: v for k, v in values.items() if k != "rate_bps"} == {k: v for k, v in twin.items() if k != "rate_bps"}
+    assert len(expand(load_campaign(path.with_name(f"{path.stem}-emulated.yaml"))).runs) <= len(
+        expand(load_campaign(path)).runs)
