@@ -97,7 +97,7 @@ class RadioNetworkSpec:
     # The emulator sleeps until the next event is at most this late, so nearby events share a
     # wake-up (fewer context switches; the lag log counts the lateness). docs/emulator.md.
     wake_slack_s: float = 50e-6
-    wifi: WifiBss | None = None  # required for kind "wifi"
+    wifi: WifiBss | None = None  # required for kinds "wifi" and "dcf"
     lte: LteCell | None = None  # required for kind "lte"
 
 
@@ -140,9 +140,9 @@ def _wifi_channel(bss: WifiBss) -> dict:
 
 
 def _radio_config(spec: RadioNetworkSpec) -> dict:
-    if spec.kind == "wifi":
+    if spec.kind in ("wifi", "dcf"):  # dcf: the same BSS as a per-frame DCF medium (docs/emulator.md)
         if spec.wifi is None:
-            raise RigError(f"radio network {spec.name}: kind wifi needs a WifiBss (field wifi)")
+            raise RigError(f"radio network {spec.name}: kind {spec.kind} needs a WifiBss (field wifi)")
         return {"wifi": {**asdict(spec.wifi), **_wifi_channel(spec.wifi)}}
     if spec.kind == "lte":
         if spec.lte is None:
