@@ -252,7 +252,9 @@ def test_the_source_reports_each_subflow_over_time():
 
 
 @needs_root
-def test_a_tcp_connection_is_one_subflow():
+@pytest.mark.parametrize("source_tcp", [True, False], ids=["tcp", "mptcp-fallback"])
+def test_a_tcp_connection_is_one_subflow(source_tcp):
+    """The --tcp baseline, and an MPTCP socket whose peer answers in plain TCP (it falls back)."""
     with two_paths() as ns:
         sink = transfer(ns["s"], "sink", "--port", "5401", "--connections", "1", "--timeout", "60", "--tcp")
         try:
@@ -261,13 +263,13 @@ def test_a_tcp_connection_is_one_subflow():
                 assert time.monotonic() < deadline, "the sink did not listen"
                 time.sleep(0.05)
             p = sh("ip", "netns", "exec", ns["c"], sys.executable, "-I", str(TRANSFER), "source", "--target", S1,
-                   "--port", "5401", "--bytes", str(4 * MB), "--tcp", "--sample-ms", "50")
+                   "--port", "5401", "--bytes", str(4 * MB), "--sample-ms", "50", *(["--tcp"] if source_tcp else []))
         finally:
             sink.kill()
             sink.communicate()
     conn = json.loads(p.stdout)["connections"][0]
     assert {(r[1], r[2]) for r in conn["subflows"]} == {(conn["local"], f"{S1}:5401")}
-    assert conn["subflows"][-1][3] >= 4 * MB
+    assert len(conn["subflows"]) >= 3 and conn["subflows"][-1][3] >= 4 * MB  # the final sample: all acknowledged
 
 
 def endpoint_flags(ns: str) -> dict[str, bool]:
@@ -307,3 +309,31 @@ def test_the_loss_aware_policy_makes_the_lossy_path_backup_and_restores_it_at_th
         r = rows[key]
         return r[-1][3] - next(x[3] for x in r if x[0] >= at)
     assert acked_after((C1, S1)) > 5 * acked_after((C2, S2))
+
+
+@needs_root
+def test_a_stopped_source_restores_the_paths_it_made_backup():
+    """The agent stops a program with SIGTERM: the next run must not start with a path backup."""
+    with two_paths() as ns:
+        random_loss(ns["s"], "s2", 50_000)
+        sink = transfer(ns["s"], "sink", "--port", "5402", "--connections", "1", "--timeout", "60")
+        source = None
+        try:
+            deadline = time.monotonic() + 10
+            while not listening(ns["s"], 5402):
+                assert time.monotonic() < deadline, "the sink did not listen"
+                time.sleep(0.05)
+            source = transfer(ns["c"], "source", "--target", S1, "--port", "5402", "--seconds", "60",
+                              "--loss-aware", f"{C2}=0.02", "--loss-hold-s", "60")
+            deadline = time.monotonic() + 30
+            while not endpoint_flags(ns["c"])[C2]:
+                assert time.monotonic() < deadline and source.poll() is None, "path 2 never went backup"
+                time.sleep(0.05)
+            source.terminate()
+            source.communicate(timeout=30)
+            assert endpoint_flags(ns["c"]) == {C1: False, C2: False}
+        finally:
+            for p in (source, sink):
+                if p is not None and p.poll() is None:
+                    p.kill()
+                    p.communicate()

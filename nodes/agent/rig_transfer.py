@@ -21,9 +21,9 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       "switches": [{"t", "address", "loss", "action"}, ...]}
       (started_at: just before connect(), which sends the SYN). The receiver's times are when its
       reads returned the bytes.
-      subflows: every MS ms (default 100) a thread reads each connection's subflows from its own
-      socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the receiver
-      has closed; counters are cumulative per subflow, rtt_ms the smoothed RTT, cwnd and ssthresh
+      subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
+      its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
+      receiver has closed; counters are cumulative per subflow, rtt_ms the smoothed RTT, cwnd and ssthresh
       in segments (ssthresh 2147483647: not set yet). A subflow that has sent no data (a join
       still in SYN_SENT, or one that never got through) is left out.
       --loss-aware: the loss-aware path policy (rig_node.pathpolicy) on these samples: a local
@@ -128,7 +128,7 @@ class Connection:
     def __init__(self, index: int, tcp: bool):
         self.index, self.tcp = index, tcp
         self.sock: socket.socket | None = None
-        self.names: tuple[str, str] | None = None  # (local, remote) of a plain TCP socket
+        self.names: tuple[str, str] | None = None  # (local, remote): a TCP socket has none once closed
         self.lock = threading.Lock()
         self.rows: list[list] = []
 
@@ -168,6 +168,8 @@ class Sampler:
         self._thread.start()
 
     def _loop(self) -> None:
+        if self.period_s <= 0:  # sampling off: the senders' final samples only
+            return
         k = 1
         while not self._stop.wait(max(0.0, self.start + k * self.period_s - time.time())):
             t = time.time()
@@ -210,8 +212,7 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
         s.settimeout(None)
         result["local"] = "%s:%d" % s.getsockname()[:2]
         result["connected_at"] = time.time()
-        if conn.tcp:
-            conn.names = (result["local"], "%s:%d" % s.getpeername()[:2])
+        conn.names = (result["local"], "%s:%d" % s.getpeername()[:2])
         conn.sock = s
         data = memoryview(bytes(CHUNK))
         sent = 0
@@ -301,12 +302,14 @@ def main() -> int:
     s.add_argument("--cc")
     s.add_argument("--at", type=float)
     s.add_argument("--tcp", action="store_true", help="plain TCP instead of MPTCP")
-    s.add_argument("--sample-ms", type=float, default=100.0, help="subflow sampling period")
+    s.add_argument("--sample-ms", type=float, default=100.0, help="subflow sampling period (0: only a final sample)")
     s.add_argument("--loss-aware", nargs="+", type=_threshold, metavar="ADDR=FRACTION",
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
     a = p.parse_args()
+    if a.mode == "source" and a.loss_aware and a.sample_ms <= 0:
+        p.error("--loss-aware needs --sample-ms > 0")
     if a.mode == "sink":
         doc = sink(a.port, a.connections, a.timeout, a.interval_ms / 1000, a.tcp)
     else:

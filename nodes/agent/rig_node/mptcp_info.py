@@ -12,6 +12,7 @@ is in every kernel with MPTCP_TCPINFO, 5.16+).
 from __future__ import annotations
 
 import ctypes
+import errno
 import os
 import socket
 import struct
@@ -135,5 +136,13 @@ def tcp_subflow(sock: socket.socket, names: tuple[str, str] | None = None) -> Su
 
 
 def subflows(sock: socket.socket, mptcp: bool = True, names: tuple[str, str] | None = None) -> list[Subflow]:
-    """`names` only for a plain TCP socket (see tcp_subflow)."""
-    return mptcp_subflows(sock) if mptcp else [tcp_subflow(sock, names)]
+    """The subflows of an MPTCP socket (`mptcp`) or of a plain TCP one. An MPTCP socket that fell
+    back to TCP (the peer does not speak MPTCP) answers SOL_MPTCP options with EOPNOTSUPP and
+    passes TCP_INFO to its one subflow. `names`: see tcp_subflow."""
+    if mptcp:
+        try:
+            return mptcp_subflows(sock)
+        except OSError as e:
+            if e.errno not in (errno.EOPNOTSUPP, errno.ENOPROTOOPT):
+                raise
+    return [tcp_subflow(sock, names)]
