@@ -12,7 +12,8 @@ import click
 @click.option("--include-invalid", is_flag=True,
               help="also plot runs that completed but failed validation (marked on the page)")
 def report(campaign_dir: Path, include_invalid: bool) -> None:
-    """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures."""
+    """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures (and the studies'
+    figures where the data has them, docs/studies.md)."""
     from rig.inputs import campaign_dir as checked_campaign_dir
     from rig.report.page import write_report
 

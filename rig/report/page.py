@@ -1,4 +1,5 @@
-"""`rig report`: CAMPAIGN_DIR/report/index.html with its figures as PNG files beside it.
+"""`rig report`: CAMPAIGN_DIR/report/index.html with its figures as PNG files beside it (the
+studies' sections come from rig.report.studies).
 
 The page is rebuilt as a whole in a temporary directory and swapped in, so a reader never
 sees a report half old and half new.
