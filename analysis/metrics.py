@@ -282,16 +282,19 @@ def benefit_rows(runs: list[dict], keys: tuple[str, ...] = BENEFIT_KEYS) -> list
 
 def state_events(events: list[dict]) -> list[dict]:
     """Path cuts and restores, one per (run, pair, path, at_s): run_id, pair (None: every pair),
-    path, state, at_s, actual (the earliest time any part of the rig applied it)."""
+    path, state, at_s, actual (the earliest time any part of the rig applied it; an event that
+    was never applied is left out)."""
     merged: dict = {}
     for e in events:
         if e.get("what") != "state":
             continue
         values = e.get("values")
         state = (json.loads(values) if isinstance(values, str) else values or {}).get("state")
+        actual = e.get("actual")
+        if actual is None:  # not applied (due after the run ended, or it failed there)
+            continue
         k = (e["run_id"], e.get("pair"), e["path"], e["at_s"])
-        actual = e.get("actual") if e.get("actual") is not None else e.get("planned")
-        if k not in merged or (actual is not None and actual < merged[k]["actual"]):
+        if k not in merged or actual < merged[k]["actual"]:
             merged[k] = {"run_id": e["run_id"], "pair": e.get("pair"), "path": e["path"], "state": state,
                          "at_s": e["at_s"], "actual": actual}
     return sorted(merged.values(), key=lambda e: (e["run_id"], str(e["pair"]), e["path"], e["at_s"]))
