@@ -34,7 +34,7 @@ MB = 1 << 20
 
 def feed(policy: LossAware, t: float, paths: dict[str, tuple[int, int]], established: bool = True) -> list[Switch]:
     """One round: each address one subflow with cumulative (sent, retrans)."""
-    return policy.observe(t, [Sample(("c0", a), a, s, r, established) for a, (s, r) in paths.items()])
+    return policy.observe(t, [Sample(("c0", a), a, s, r, s - r, established) for a, (s, r) in paths.items()])
 
 
 def run_rounds(policy: LossAware, rounds: int, step: float, rates: dict[str, tuple[int, float]], t0: float = 0.0,
@@ -71,8 +71,14 @@ def test_the_last_path_that_is_not_backup_is_never_switched():
     # the other path has no established subflow
     p = LossAware({"w": 0.001}, window_s=1.0)
     for k in range(1, 30):
-        assert p.observe(k * 0.1, [Sample("a", "w", k * MB, k * MB // 10, True),
-                                   Sample("b", "l", k * MB, 0, False)]) == []
+        assert p.observe(k * 0.1, [Sample("a", "w", k * MB, k * MB // 10, k * MB // 2, True),
+                                   Sample("b", "l", k * MB, 0, k * MB, False)]) == []
+    # the other path's subflow is established but nothing is acknowledged on it (its interface
+    # went down: the subflow lasts until its timeouts)
+    p = LossAware({"w": 0.001}, window_s=1.0)
+    for k in range(1, 30):
+        assert p.observe(k * 0.1, [Sample("a", "w", k * MB, k * MB // 10, k * MB // 2, True),
+                                   Sample("b", "l", MB, 0, MB // 2, True)]) == []
     # the other path is backup from the start (the campaign's setting)
     p = LossAware({"w": 0.001}, window_s=1.0, backup_at_start=frozenset({"l"}))
     assert run_rounds(p, 30, 0.1, {"w": (MB, 0.1), "l": (MB, 0.0)}) == []
@@ -119,8 +125,8 @@ def test_a_backup_path_that_carries_nothing_is_restored_after_the_hold():
 def test_subflows_that_come_and_go_keep_the_path_counts_cumulative():
     p = LossAware({"w": 0.01, "l": 0.01}, window_s=1.0)
     for k in range(1, 12):  # subflow "a" on w, then it closes and "b" (counting from 0) replaces it
-        sub = [Sample("a", "w", k * MB, 0, True)] if k <= 5 else [Sample("b", "w", (k - 5) * MB, 0, True)]
-        assert p.observe(k * 0.1, sub + [Sample("x", "l", k * MB, 0, True)]) == []
+        sub = [Sample("a", "w", k * MB, 0, k * MB, True)] if k <= 5 else [Sample("b", "w", (k - 5) * MB, 0, (k - 5) * MB, True)]
+        assert p.observe(k * 0.1, sub + [Sample("x", "l", k * MB, 0, k * MB, True)]) == []
     assert p.paths["w"].sent == 11 * MB and p.paths["w"].retrans == 0
 
 
@@ -269,7 +275,9 @@ def test_a_tcp_connection_is_one_subflow(source_tcp):
             sink.communicate()
     conn = json.loads(p.stdout)["connections"][0]
     assert {(r[1], r[2]) for r in conn["subflows"]} == {(conn["local"], f"{S1}:5401")}
-    assert len(conn["subflows"]) >= 3 and conn["subflows"][-1][3] >= 4 * MB  # the final sample: all acknowledged
+    assert len(conn["subflows"]) >= 3
+    if source_tcp:  # the final sample: all acknowledged (a closed fallback socket has lost its subflow's counters)
+        assert conn["subflows"][-1][3] >= 4 * MB
 
 
 def endpoint_flags(ns: str) -> dict[str, bool]:

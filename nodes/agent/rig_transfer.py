@@ -25,7 +25,9 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
       receiver has closed; counters are cumulative per subflow, rtt_ms the smoothed RTT, cwnd and ssthresh
       in segments (ssthresh 2147483647: not set yet). A subflow that has sent no data (a join
-      still in SYN_SENT, or one that never got through) is left out.
+      still in SYN_SENT, or one that never got through) is left out. An MPTCP connection that fell
+      back to TCP (the receiver does not speak MPTCP) has no final sample: once closed, its socket
+      no longer has the subflow's counters.
       --loss-aware: the loss-aware path policy (rig_node.pathpolicy) on these samples: a local
       address whose loss (retransmitted / sent bytes) over the last W seconds (default 1) reaches
       its FRACTION is made a backup MPTCP endpoint, and restored when a window shows less or after
@@ -174,7 +176,7 @@ class Sampler:
         while not self._stop.wait(max(0.0, self.start + k * self.period_s - time.time())):
             t = time.time()
             samples = [pathpolicy.Sample((c.index, f.local, f.remote), f.local.rsplit(":", 1)[0], f.bytes_sent,
-                                         f.bytes_retrans, f.state == mptcp_info.TCP_ESTABLISHED)
+                                         f.bytes_retrans, f.bytes_acked, f.state == mptcp_info.TCP_ESTABLISHED)
                        for c in self.conns for f in c.sample()]
             if self.policy is not None and self.error is None:
                 self._apply(self.policy.observe(t, samples))

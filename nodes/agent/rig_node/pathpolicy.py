@@ -19,8 +19,9 @@ against the thresholds the paper found (0.1 % WiFi, 1 % LTE).
 Decisions:
 - A regular path goes to backup when a full window (history reaching back `window_s`, at least
   `min_sent_bytes` sent in it) shows loss >= its threshold, and at least one other path that is
-  not backup has an established subflow. The last path that is not backup is never switched: with
-  one active path the mechanism has no effect (the paper), and MPTCP would use the backup anyway.
+  not backup carries data (an established subflow, bytes acknowledged within the window). The
+  last such path is never switched: with one active path the mechanism has no effect (the
+  paper), and MPTCP would use the backup anyway.
 - A backup path carries little (the scheduler uses it only when no regular subflow can send), so
   waiting for evidence of low loss alone could keep it backup for ever, and what it does send
   is a small sample. It is restored when either a full window shows loss < threshold over at
@@ -56,6 +57,7 @@ class Sample:
     address: str  # local address of the subflow (the path)
     bytes_sent: int
     bytes_retrans: int
+    bytes_acked: int
     established: bool
 
 
@@ -73,8 +75,9 @@ class Switch:
 
 class _Path:
     def __init__(self):
-        self.sent = self.retrans = 0  # cumulative over every subflow seen on the path
-        self.history: deque[tuple[float, int, int]] = deque()  # (t, sent, retrans) since the last switch
+        self.sent = self.retrans = self.acked = 0  # cumulative over every subflow seen on the path
+        self.history: deque[tuple[float, int, int, int]] = deque()  # (t, sent, retrans, acked) since the last switch
+        self.established = False  # in the latest round
         self.backup_since: float | None = None  # set while this policy holds the path backup
 
 
@@ -89,7 +92,7 @@ class LossAware:
         self.hold_s = HOLD_WINDOWS * window_s if hold_s is None else hold_s
         self.min_sent_bytes, self.fixed_backup = min_sent_bytes, frozenset(backup_at_start)
         self.paths: dict[str, _Path] = {}
-        self._last: dict[tuple, tuple[int, int]] = {}  # subflow key -> (sent, retrans) last seen
+        self._last: dict[tuple, tuple[int, int, int]] = {}  # subflow key -> (sent, retrans, acked) last seen
 
     def held(self) -> list[str]:
         """Paths this policy holds backup now."""
@@ -98,6 +101,12 @@ class LossAware:
     def _backup(self, address: str) -> bool:
         p = self.paths.get(address)
         return address in self.fixed_backup or (p is not None and p.backup_since is not None)
+
+    def _carrying(self, address: str) -> bool:
+        """An established subflow, and data acknowledged on the path within its history (a window):
+        a path whose interface went down keeps an 'established' subflow until its timeouts."""
+        p = self.paths[address]
+        return p.established and p.acked > p.history[0][3]
 
     def _loss(self, p: _Path, t: float) -> tuple[float | None, int]:
         """(loss over the window ending at t, bytes sent in it); loss None until the path's history
@@ -115,27 +124,29 @@ class LossAware:
     def observe(self, t: float, samples: list[Sample]) -> list[Switch]:
         """One round of samples (every subflow of every connection, at about the same t): the
         switches to make now, already counted as made."""
-        active: set[str] = set()
+        for p in self.paths.values():
+            p.established = False
         for s in samples:
             p = self.paths.setdefault(s.address, _Path())
-            sent0, retrans0 = self._last.get(s.key, (0, 0))
+            sent0, retrans0, acked0 = self._last.get(s.key, (0, 0, 0))
             p.sent += max(0, s.bytes_sent - sent0)
             p.retrans += max(0, s.bytes_retrans - retrans0)
-            self._last[s.key] = (s.bytes_sent, s.bytes_retrans)
-            if s.established:
-                active.add(s.address)
-        switches = []
-        for address, p in self.paths.items():
-            p.history.append((t, p.sent, p.retrans))
+            p.acked += max(0, s.bytes_acked - acked0)
+            self._last[s.key] = (s.bytes_sent, s.bytes_retrans, s.bytes_acked)
+            p.established = p.established or s.established
+        for p in self.paths.values():
+            p.history.append((t, p.sent, p.retrans, p.acked))
             while len(p.history) > 1 and p.history[1][0] <= t - self.window_s:
                 p.history.popleft()  # keep one entry at or before the window's start
+        switches = []
+        for address, p in self.paths.items():
             threshold = self.thresholds.get(address)
             if threshold is None:
                 continue
             loss, sent = self._loss(p, t)
             measured = loss is not None and sent >= self.min_sent_bytes
             if p.backup_since is None:
-                others = [a for a in active if a != address and not self._backup(a)]
+                others = [a for a in self.paths if a != address and not self._backup(a) and self._carrying(a)]
                 if measured and loss >= threshold and others and address not in self.fixed_backup:
                     switches.append(self._switch(t, address, loss, "backup"))
             elif (measured and loss < threshold and sent >= RESTORE_SEGMENTS * SEGMENT_BYTES / threshold) \
@@ -146,7 +157,7 @@ class LossAware:
     def _switch(self, t: float, address: str, loss: float | None, action: str) -> Switch:
         p = self.paths[address]
         p.backup_since = t if action == "backup" else None
-        p.history = deque([(t, p.sent, p.retrans)])
+        p.history = deque([(t, p.sent, p.retrans, p.acked)])
         return Switch(t, address, loss, action)
 
     def release(self, t: float) -> list[Switch]:
