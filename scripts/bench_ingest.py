@@ -3,13 +3,15 @@
 influxd (Debian's 1.x, started here on loopback in a temporary state directory).
 
     .venv/bin/python scripts/bench_ingest.py                  # ~1-2 min on a 2-core host
+    .venv/bin/python scripts/bench_ingest.py --samples 40 --repetitions 111   # 999 small runs
     .venv/bin/python scripts/bench_ingest.py --campaign DIR   # an existing campaign directory
-    (--gzip, --batch-lines N: the sink's settings. "Before" numbers: the same command with
-    PYTHONPATH=<an older checkout>, without those two options.)
+    (--gzip, --batch-lines N, --writers N: the sink's settings. "Before" numbers: the same
+    command with PYTHONPATH=<an older checkout>, without those options.)
 
 Without --campaign it synthesizes one in the run store's format (tests/fixtures/campaign_dir.py):
 27 runs x 10 hosts x 3 interfaces x 1240 samples = 1,004,400 interface points, plus the lag,
-subflow and summary points of the same runs. Then it measures:
+subflow and summary points of the same runs; with --samples 40 --repetitions 111, 999 runs the
+size of the default campaign's (1,200 interface points each, 1.6 M points in all). Then it measures:
   encode   the run's line protocol built in memory, no HTTP (rig.influx.schema), points/s
   sync     `rig sync` end to end into a fresh database (read, encode, compress, POST), points/s,
            and the CPU seconds influxd and the sync used (what a busy host cannot hide)
@@ -46,6 +48,11 @@ def cpu_s(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def peak_rss_mb(pid: int) -> float:
+    hwm = next(x for x in Path(f"/proc/{pid}/status").read_text().splitlines() if x.startswith("VmHWM:"))
+    return int(hwm.split()[1]) / 1024
+
+
 def encode_rate(campaign: Path) -> tuple[int, float, float]:
     """Points, seconds and CPU seconds to build every run's time-series line protocol (no HTTP)."""
     t0, cpu0, n = time.perf_counter(), time.process_time(), 0
@@ -62,7 +69,9 @@ def main() -> None:
     ap.add_argument("--campaign", type=Path, help="campaign directory (default: synthesize one)")
     ap.add_argument("--samples", type=int, default=1240, help="samples per series when synthesizing")
     ap.add_argument("--batch-lines", type=int, help="the sink's batch_lines (default: its default)")
+    ap.add_argument("--repetitions", type=int, default=3, help="repetitions of the 9 cells when synthesizing")
     ap.add_argument("--gzip", action="store_true", help="the sink's gzip setting")
+    ap.add_argument("--writers", type=int, help="the sink's writers (POSTs in flight)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="bench-ingest-") as tmp:
         tmp = Path(tmp)
@@ -73,7 +82,8 @@ def main() -> None:
             from fixtures.campaign_dir import write_campaign
 
             t0 = time.perf_counter()
-            fixture = write_campaign(tmp / "results", samples_per_series=args.samples, sample_interval_s=0.1)
+            fixture = write_campaign(tmp / "results", samples_per_series=args.samples, sample_interval_s=0.1,
+                                     repetitions=args.repetitions)
             campaign = fixture.path
             expected = {"iface": fixture.interface_samples, "lag": fixture.lag_samples,
                         "subflows": fixture.subflow_samples, "run": fixture.runs_rows}
@@ -90,6 +100,8 @@ def main() -> None:
             settings = {"gzip": True} if args.gzip else {}
             if args.batch_lines:
                 settings["batch_lines"] = args.batch_lines
+            if args.writers:
+                settings["writers"] = args.writers
             sink = Sink(InfluxConfig(url=srv.url, db="bench", timeout_s=120, **settings))
             influxd = int(srv.pid_file.read_text())
             cpu0, own0, t0 = cpu_s(influxd), time.process_time(), time.perf_counter()
@@ -99,7 +111,7 @@ def main() -> None:
             print(f"sync: {len(first.written)} runs, {first.points:,} points in {sync_s:.2f} s = "
                   f"{first.points / sync_s:,.0f} points/s" + (f" (error: {first.error})" if first.error else ""))
             print(f"  CPU: influxd {cpu:.1f} s, rig sync {own:.1f} s = {first.points / (cpu + own):,.0f} points per "
-                  f"CPU second of both; load average before: {load}")
+                  f"CPU second of both; influxd peak RSS {peak_rss_mb(influxd):.0f} MB; load average before: {load}")
             t0 = time.perf_counter()
             second = sync(campaign, sink)
             print(f"second sync: {len(second.written)} runs written, {len(second.already)} already there "

@@ -254,6 +254,37 @@ def test_gzip_and_small_batches_write_the_same_points_once(influxd, tmp_path, mo
     assert sync(campaign.path, sink).written == []
 
 
+def test_a_refused_post_in_a_batch_of_several_runs_marks_only_runs_all_in(influxd, tmp_path):
+    """POSTs carry several runs' lines and two are in flight: when influxd refuses one (a field
+    type conflict in one run's file), no run with points in it is marked, every marked run has
+    all its points in, and the next sync writes the rest, each point once."""
+    import pyarrow as pa
+
+    campaign = write_campaign(tmp_path, samples_per_series=10, repetitions=2)
+    server.create_database(influxd.url, "refused")
+    sink = Sink(InfluxConfig(url=influxd.url, db="refused", batch_lines=700, writers=2))
+    bad = campaign.path / "runs" / campaign.run_ids[9] / "timeseries" / "lag.parquet"
+    good = pq.read_table(bad)
+    pq.write_table(good.set_column(good.schema.get_field_index("samples"), "samples",
+                                   pa.array([1.5] * good.num_rows)), bad)  # samples are integers in the others
+    first = sync(campaign.path, sink)
+    assert not first.ok and "HTTP 400" in first.error and "conflict" in first.error
+    marked = {r for r in campaign.run_ids if read_marker(campaign.path / "runs" / r)}
+    assert set(first.written) == marked and campaign.run_ids[9] not in marked and marked
+    for run_id in marked:
+        rows = series_values(sink, f"SELECT count(tx_bytes) FROM iface WHERE run_id='{run_id}'")
+        assert rows[0]["count"] == campaign.interface_samples // len(campaign.run_ids), run_id
+
+    pq.write_table(good, bad)  # the data fixed: the next sync writes what is not marked
+    second = sync(campaign.path, sink)
+    assert second.ok and sorted(second.written) == sorted(set(campaign.run_ids) - marked)
+    assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
+    assert count(sink, "lag", "samples") == campaign.lag_samples
+    assert count(sink, "subflows", "cwnd") == campaign.subflow_samples
+    assert count(sink, "run", "status") == campaign.runs_rows
+    assert sync(campaign.path, sink).written == []
+
+
 def test_interface_rates_come_from_the_previous_sample_of_the_same_interface():
     import pyarrow as pa
 

@@ -94,10 +94,13 @@ def field_text(values: pa.Array) -> pa.Array | None:
 
 
 def tag_piece(key: str, values: pa.Array) -> pa.Array:
-    """',key=value' per row, null where the value is null or empty (tag_set leaves those out)."""
-    values = _as_string(values)
-    values = pc.if_else(pc.equal(values, ""), pa.scalar(None, pa.string()), values)
-    return concat(f",{escape_key(key)}=", _escape_key(values))
+    """',key=value' per row, null where the value is null or empty (tag_set leaves those out).
+    Tags have few distinct values: each is escaped once, then taken for every row."""
+    if not pa.types.is_dictionary(values.type):
+        values = values.dictionary_encode()  # a null value gets a null index
+    distinct = values.dictionary.cast(pa.string())
+    distinct = pc.if_else(pc.equal(distinct, ""), pa.scalar(None, pa.string()), distinct)
+    return concat(f",{escape_key(key)}=", _escape_key(distinct)).take(values.indices)
 
 
 def tag_prefix(measurement: str, constant: dict[str, object], columns: dict[str, pa.Array]) -> str | pa.Array:

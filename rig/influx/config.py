@@ -29,6 +29,7 @@ class InfluxConfig(BaseModel):
     token: SecretStr | None = None
     batch_lines: int = Field(default=50_000, ge=1)
     gzip: bool = False
+    writers: int = Field(default=2, ge=1, le=16)
     timeout_s: float = 10.0
 
     @field_validator("url")

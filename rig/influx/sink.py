@@ -117,20 +117,21 @@ class Sink:
         returns how many points were written."""
         batch: list[bytes] = []
         pending = size = written = 0
-        for block in (piece for b in blocks for piece in _pieces(b, MAX_BODY_BYTES)):
+        for block in (piece for b in blocks for piece in pieces(b)):
             if pending and (pending + block.points > self.config.batch_lines or size + len(block.data) > MAX_BODY_BYTES):
-                self._write(b"".join(batch))
+                self.post(b"".join(batch))
                 written += pending
                 batch, pending, size = [], 0, 0
             batch.append(block.data)
             pending += block.points
             size += len(block.data)
         if pending:
-            self._write(b"".join(batch))
+            self.post(b"".join(batch))
             written += pending
         return written
 
-    def _write(self, body: bytes) -> None:
+    def post(self, body: bytes) -> None:
+        """POST complete lines (at most batch_lines points and MAX_BODY_BYTES: see write_blocks)."""
         params = {"db": self.config.db, "precision": "ns"}
         if self.config.gzip:
             body = gzip.compress(body, compresslevel=1)
@@ -183,7 +184,10 @@ class Sink:
 
     def send_run(self, run: EncodedRun) -> WriteStats:
         """POST an encoded run; once all of it is in, mark the run written to this destination."""
-        points = self.write_blocks(run.blocks)
+        return self.mark_written(run, self.write_blocks(run.blocks))
+
+    def mark_written(self, run: EncodedRun, points: int) -> WriteStats:
+        """Record that all of `run` is in: call only once every POST that carried its points succeeded."""
         # Complete once the run has finished and its summary rows are in; until then
         # `rig sync` writes it again (same timestamps, so nothing is duplicated).
         complete = (run.run_dir / "status.json").is_file() and run.summary_rows > 0
@@ -209,7 +213,7 @@ class Sink:
             return False
 
 
-def _pieces(block: Block, max_bytes: int) -> Iterator[Block]:
+def pieces(block: Block, max_bytes: int = MAX_BODY_BYTES) -> Iterator[Block]:
     """The block, cut at line ends into pieces of at most max_bytes (a longer line goes alone)."""
     data, start = block.data, 0
     if len(data) <= max_bytes:

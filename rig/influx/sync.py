@@ -1,13 +1,23 @@
-"""`rig sync`: write every finished run that the destination has not got yet."""
+"""`rig sync`: write every finished run that the destination has not got yet.
+
+Runs are encoded one ahead in a thread (Arrow, mostly outside the GIL), their lines packed into
+POSTs of up to batch_lines points across run boundaries (a run of a few hundred points costs
+influxd about as much per POST as one of 50,000), and up to `writers` POSTs are in flight at
+once (influxd parses and indexes concurrent writes on all cores). Exactly once: a run is marked
+written (its influx.json) only when every POST that carried its points has succeeded; after a
+failure nothing more is sent, and a run some of whose points went in unmarked is written again
+by the next sync, with the same timestamps, which InfluxDB overwrites.
+"""
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Iterator
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from rig.errors import InputError, RigError
-from rig.influx.sink import Sink, SinkError, campaign_summary_rows, sink_from_env
+from rig.influx.sink import MAX_BODY_BYTES, EncodedRun, Sink, SinkError, campaign_summary_rows, pieces, sink_from_env
 
 
 @dataclass
@@ -37,30 +47,104 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
     result = SyncResult()
     dirs = run_dirs(campaign_dir)
     rows = campaign_summary_rows(campaign_dir)
-    finished = {d for d in dirs if (d / "status.json").is_file()}
-    to_write = [d for d in dirs if d in finished and not sink.is_written(d)]
-    # One run is encoded (Arrow, mostly outside the GIL) while the one before it is sent and
-    # influxd takes it in; a run is marked written only once all of it is in.
+    finished = [d for d in dirs if (d / "status.json").is_file()]
+    result.unfinished = [d.name for d in dirs if d not in set(finished)]
+    to_write = [d for d in finished if not sink.is_written(d)]
+    result.already = [d.name for d in finished if d not in set(to_write)]
     with ThreadPoolExecutor(1, thread_name_prefix="encode") as encoder:
-        ahead = iter(to_write)
-        next_run = next(ahead, None)
-        pending = encoder.submit(sink.encode_run, next_run, rows.get(next_run.name, [])) if next_run else None
-        for run_dir in dirs:
-            if run_dir not in finished:
-                result.unfinished.append(run_dir.name)
-                continue
-            if run_dir != next_run:
-                result.already.append(run_dir.name)
-                continue
-            encoded = pending.result()
-            next_run = next(ahead, None)
-            pending = encoder.submit(sink.encode_run, next_run, rows.get(next_run.name, [])) if next_run else None
-            try:
-                result.points += sink.send_run(encoded).points
-            except SinkError as e:
-                result.error = str(e)
-                break  # the server is down or refuses: the rest would fail the same way
-            result.written.append(run_dir.name)
-        if pending is not None:
-            pending.cancel()
+        def encoded_runs() -> Iterator[EncodedRun]:
+            ahead = None
+            for run_dir in to_write:
+                following = encoder.submit(sink.encode_run, run_dir, rows.get(run_dir.name, []))
+                if ahead is not None:
+                    yield ahead.result()
+                ahead = following
+            if ahead is not None:
+                yield ahead.result()
+
+        batches = _Batches(sink)
+        for run in encoded_runs():
+            if not batches.add(run):
+                break
+        batches.finish()
+    result.error = batches.error
+    result.written = [d.name for d in to_write if d.name in batches.marked]
+    result.points = sum(batches.marked.values())
     return result
+
+
+class _Batches:
+    """Packs runs' lines into POSTs and marks each run once all POSTs with its points succeeded."""
+
+    def __init__(self, sink: Sink):
+        self.sink = sink
+        self.posts = ThreadPoolExecutor(sink.config.writers, thread_name_prefix="post")
+        self.in_flight: dict[Future, list[str]] = {}  # POST -> the runs with points in it
+        self.runs: dict[str, EncodedRun] = {}  # queued, not marked yet
+        self.unacked: dict[str, int] = {}  # per run: its POSTs not acknowledged yet
+        self.complete: set[str] = set()  # every line of the run is in some POST
+        self.points: dict[str, int] = {}
+        self.marked: dict[str, int] = {}  # run id -> points
+        self.error: str | None = None
+        self.body: list[bytes] = []
+        self.body_runs: list[str] = []
+        self.body_points = self.body_size = 0
+
+    def add(self, run: EncodedRun) -> bool:
+        """Queue a run's lines; False once a POST failed (send no more)."""
+        name = run.run_dir.name
+        self.runs[name], self.points[name] = run, 0
+        for piece in (p for block in run.blocks for p in pieces(block)):
+            if self.body_points and (self.body_points + piece.points > self.sink.config.batch_lines
+                                     or self.body_size + len(piece.data) > MAX_BODY_BYTES):
+                self._post()
+            if self.error:
+                return False
+            self.body.append(piece.data)
+            if name not in self.body_runs:
+                self.body_runs.append(name)
+            self.body_points += piece.points
+            self.body_size += len(piece.data)
+            self.points[name] += piece.points
+        self.complete.add(name)
+        self._mark_if_done(name)
+        return not self.error
+
+    def finish(self) -> None:
+        """POST what is queued and wait for every POST in flight (after an error: only wait)."""
+        if self.body_points and not self.error:
+            self._post()
+        while self.in_flight:
+            self._collect()
+        self.posts.shutdown()
+
+    def _post(self) -> None:
+        while len(self.in_flight) >= self.sink.config.writers:
+            self._collect()
+        if self.error:
+            return
+        for name in self.body_runs:
+            self.unacked[name] = self.unacked.get(name, 0) + 1
+        self.in_flight[self.posts.submit(self.sink.post, b"".join(self.body))] = self.body_runs
+        self.body, self.body_runs, self.body_points, self.body_size = [], [], 0, 0
+
+    def _collect(self) -> None:
+        """Wait for at least one POST in flight; mark the runs it completed."""
+        done, _ = wait(self.in_flight, return_when=FIRST_COMPLETED)
+        for future in done:
+            names = self.in_flight.pop(future)
+            try:
+                future.result()
+            except SinkError as e:  # the server is down or refuses: the rest would fail the same way
+                self.error = self.error or str(e)
+                continue
+            for name in names:
+                self.unacked[name] -= 1
+                self._mark_if_done(name)
+
+    def _mark_if_done(self, name: str) -> None:
+        if name in self.complete and not self.unacked.get(name) and name not in self.body_runs:
+            self.sink.mark_written(self.runs.pop(name), self.points[name])
+            self.marked[name] = self.points.pop(name)
+            self.complete.discard(name)
+            self.unacked.pop(name, None)
