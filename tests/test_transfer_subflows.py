@@ -200,34 +200,42 @@ def transfer(ns: str, *args: str) -> subprocess.Popen:
 
 
 def listening(ns: str, port: int) -> bool:
-    return bool(sh("ip", "netns", "exec", ns, "ss", "-HMtln", f"sport = :{port}", check=False).stdout.strip()) or \
-        bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
+    return bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
+
+
+@contextmanager
+def sink_and_source(ns: dict, port: int, sink_args: list[str], source_args: list[str]):
+    """A listening sink in the server namespace, then a source in the client's: (sink, source)
+    processes, killed afterwards if still running."""
+    procs = [transfer(ns["s"], "sink", "--port", str(port), "--connections", "1", "--timeout", "120", *sink_args)]
+    try:
+        deadline = time.monotonic() + 10
+        while not listening(ns["s"], port):
+            assert time.monotonic() < deadline and procs[0].poll() is None, "the sink did not listen"
+            time.sleep(0.05)
+        procs.append(transfer(ns["c"], "source", "--target", S1, "--port", str(port), *source_args))
+        yield procs
+    finally:
+        for p in procs:
+            if p.poll() is None:
+                p.kill()
+                p.communicate()
+
+
+def finish(p: subprocess.Popen) -> dict:
+    out, err = p.communicate(timeout=120)
+    assert p.returncode == 0, err or out
+    return json.loads(out)
 
 
 def run_transfer(ns: dict, source_args: list[str], during=None) -> tuple[dict, dict]:
-    """A sink in the server namespace and a source in the client's; (source report, sink report).
-    `during()` is called repeatedly while the source runs."""
-    sink = transfer(ns["s"], "sink", "--port", "5400", "--connections", "1", "--timeout", "120")
-    source = None
-    try:
-        deadline = time.monotonic() + 10
-        while not listening(ns["s"], 5400):
-            assert time.monotonic() < deadline, "the sink did not listen"
-            time.sleep(0.05)
-        source = transfer(ns["c"], "source", "--target", S1, "--port", "5400", "--connections", "1", *source_args)
+    """One connection from the client to the server: (source report, sink report). `during()` is
+    called repeatedly while the source runs."""
+    with sink_and_source(ns, 5400, [], source_args) as (sink, source):
         while source.poll() is None and during is not None:
             during()
             time.sleep(0.05)
-        out, err = source.communicate(timeout=120)
-        sink_out, sink_err = sink.communicate(timeout=60)
-        assert source.returncode == 0, err or out
-        assert sink.returncode == 0, sink_err or sink_out
-        return json.loads(out), json.loads(sink_out)
-    finally:
-        for p in (source, sink):
-            if p is not None and p.poll() is None:
-                p.kill()
-                p.communicate()
+        return finish(source), finish(sink)
 
 
 def by_subflow(rows: list[list]) -> dict[tuple[str, str], list[list]]:
@@ -262,18 +270,9 @@ def test_the_source_reports_each_subflow_over_time():
 def test_a_tcp_connection_is_one_subflow(source_tcp):
     """The --tcp baseline, and an MPTCP socket whose peer answers in plain TCP (it falls back)."""
     with two_paths() as ns:
-        sink = transfer(ns["s"], "sink", "--port", "5401", "--connections", "1", "--timeout", "60", "--tcp")
-        try:
-            deadline = time.monotonic() + 10
-            while not listening(ns["s"], 5401):
-                assert time.monotonic() < deadline, "the sink did not listen"
-                time.sleep(0.05)
-            p = sh("ip", "netns", "exec", ns["c"], sys.executable, "-I", str(TRANSFER), "source", "--target", S1,
-                   "--port", "5401", "--bytes", str(4 * MB), "--sample-ms", "50", *(["--tcp"] if source_tcp else []))
-        finally:
-            sink.kill()
-            sink.communicate()
-    conn = json.loads(p.stdout)["connections"][0]
+        tcp = ["--tcp"] if source_tcp else []
+        with sink_and_source(ns, 5401, ["--tcp"], ["--bytes", str(4 * MB), "--sample-ms", "50", *tcp]) as (_, source):
+            conn = finish(source)["connections"][0]
     assert {(r[1], r[2]) for r in conn["subflows"]} == {(conn["local"], f"{S1}:5401")}
     assert len(conn["subflows"]) >= 3
     if source_tcp:  # the final sample: all acknowledged (a closed fallback socket has lost its subflow's counters)
@@ -324,15 +323,8 @@ def test_a_stopped_source_restores_the_paths_it_made_backup():
     """The agent stops a program with SIGTERM: the next run must not start with a path backup."""
     with two_paths() as ns:
         random_loss(ns["s"], "s2", 50_000)
-        sink = transfer(ns["s"], "sink", "--port", "5402", "--connections", "1", "--timeout", "60")
-        source = None
-        try:
-            deadline = time.monotonic() + 10
-            while not listening(ns["s"], 5402):
-                assert time.monotonic() < deadline, "the sink did not listen"
-                time.sleep(0.05)
-            source = transfer(ns["c"], "source", "--target", S1, "--port", "5402", "--seconds", "60",
-                              "--loss-aware", f"{C2}=0.02", "--loss-hold-s", "60")
+        with sink_and_source(ns, 5402, [], ["--seconds", "60", "--loss-aware", f"{C2}=0.02", "--loss-hold-s", "60"]) \
+                as (_, source):
             deadline = time.monotonic() + 30
             while not endpoint_flags(ns["c"])[C2]:
                 assert time.monotonic() < deadline and source.poll() is None, "path 2 never went backup"
@@ -340,8 +332,3 @@ def test_a_stopped_source_restores_the_paths_it_made_backup():
             source.terminate()
             source.communicate(timeout=30)
             assert endpoint_flags(ns["c"]) == {C1: False, C2: False}
-        finally:
-            for p in (source, sink):
-                if p is not None and p.poll() is None:
-                    p.kill()
-                    p.communicate()
