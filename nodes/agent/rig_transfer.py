@@ -23,16 +23,19 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       reads returned the bytes.
       subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
-      receiver has closed; counters are cumulative per subflow, rtt_ms the smoothed RTT, cwnd and ssthresh
-      in segments (ssthresh 2147483647: not set yet). A subflow that has sent no data (a join
-      still in SYN_SENT, or one that never got through) is left out. An MPTCP connection that fell
-      back to TCP (the receiver does not speak MPTCP) has no final sample: once closed, its socket
-      no longer has the subflow's counters.
-      --loss-aware: the loss-aware path policy (rig_node.pathpolicy) on these samples: a local
-      address whose loss (retransmitted / sent bytes) over the last W seconds (default 1) reaches
-      its FRACTION is made a backup MPTCP endpoint, and restored when a window shows less or after
-      H seconds (default 10 W); each switch is in "switches", and every path it made backup is
-      restored before the program ends.
+      receiver has closed. t is when the read returned (unix s); local and remote "ip:port";
+      counters cumulative per subflow, bytes_sent including retransmissions; rtt_ms the smoothed
+      RTT; cwnd and ssthresh in segments (ssthresh 2147483647: not set yet). A subflow that has
+      sent no data (a join still in SYN_SENT, or one that never got through) is left out. An
+      MPTCP connection that fell back to TCP (the receiver does not speak MPTCP) has no final
+      sample: once closed, its socket no longer has the subflow's counters.
+      --loss-aware: the loss-aware path policy (rig_node.pathpolicy, which documents its rules)
+      on these samples: a local address whose loss (retransmitted / sent bytes) over the last W
+      seconds (default 1) reaches its FRACTION is made a backup MPTCP endpoint, and restored when
+      a window with enough data shows less, or after H seconds (default 10 W). Each switch is in
+      "switches" (t unix s; loss the fraction that decided, null for a restore without a measure;
+      "error" when `ip` failed, which also fails the run). Every path it made backup is restored
+      before the program ends, also when it is stopped with SIGTERM.
 
 --tcp: plain TCP sockets (a single-path baseline). Standard library only (it runs on the lab's
 nodes); times are the node's wall clock.
