@@ -55,9 +55,10 @@ def check_ccs() -> list[Check]:
         from rig import congestion
     except ImportError:
         return out
-    for name in congestion.COUPLED:
+    for name in congestion.RIG_CCS:
         why = congestion.explain(name)
-        out.append(Check(f"coupled CC {name}", why is None, "can run (BPF struct_ops)" if why is None else why.message,
+        kind = "coupled" if name in congestion.COUPLED else "rig"
+        out.append(Check(f"{kind} CC {name}", why is None, "can run (BPF struct_ops)" if why is None else why.message,
                          "see docs/congestion-control.md", required=False))
     return out
 

@@ -1,7 +1,7 @@
 """The node role's rig-cc-register, run for real on this host's kernel as the role runs it on a
 board: sources copied as the role copies them, a build directory and state of its own.
 
-Fast (a few seconds). It registers lia/olia/balia on this kernel (struct_ops maps rig_<cc>, as
+Fast (a few seconds). It registers lia/olia/balia/rig_reno on this kernel (struct_ops maps rig_<cc>, as
 rig.congestion.ensure_registered does); if none was registered before, it unregisters them after.
 """
 
@@ -33,7 +33,7 @@ def node_dirs(tmp_path):
     for pattern in ("*.c", "*.h", "Makefile"):
         for f in (REPO / "nodes" / "bpf").glob(pattern):
             shutil.copy(f, src)
-    had = set(congestion.COUPLED) & congestion.available()
+    had = set(congestion.RIG_CCS) & congestion.available()
     try:
         yield {"RIG_CC_SRC": str(src), "RIG_CC_BUILD": str(tmp_path / "build"), "RIG_CC_STATE": str(tmp_path / "state")}
     finally:
@@ -55,26 +55,28 @@ def in_use() -> dict[str, int]:
 
 
 def test_registers_then_changes_nothing_then_replaces_a_changed_object(node_dirs, tmp_path):
-    assert outcome(register(node_dirs)) == {"lia": "changed", "olia": "changed", "balia": "changed"}
-    assert set(congestion.COUPLED) <= congestion.available()
+    assert outcome(register(node_dirs)) == {cc: "changed" for cc in congestion.RIG_CCS}
+    assert set(congestion.RIG_CCS) <= congestion.available()
     first = in_use()
-    state = {cc: (tmp_path / "state" / cc).read_text().split()[1] for cc in congestion.COUPLED}
-    assert {cc: str(first[cc]) for cc in congestion.COUPLED} == state  # the maps rig.congestion sees
+    state = {cc: (tmp_path / "state" / cc).read_text().split()[1] for cc in congestion.RIG_CCS}
+    assert {cc: str(first[cc]) for cc in congestion.RIG_CCS} == state  # the maps rig.congestion sees
 
-    assert outcome(register(node_dirs)) == {cc: "unchanged" for cc in congestion.COUPLED}
+    assert outcome(register(node_dirs)) == {cc: "unchanged" for cc in congestion.RIG_CCS}
     # Rebuilt from a touched source, the object is the same bytes: nothing to replace.
     (tmp_path / "src" / "lia.bpf.c").touch()
-    assert outcome(register(node_dirs)) == {cc: "unchanged" for cc in congestion.COUPLED}
+    assert outcome(register(node_dirs)) == {cc: "unchanged" for cc in congestion.RIG_CCS}
 
     # An object that did change (one more global) replaces lia's registration, and only lia's.
     lia = tmp_path / "src" / "lia.bpf.c"
     original = lia.read_text()
     lia.write_text(original + "\nconst volatile int rig_test_variant = 1;\n")
-    assert outcome(register(node_dirs)) == {"lia": "changed", "olia": "unchanged", "balia": "unchanged"}
+    assert outcome(register(node_dirs)) == {"lia": "changed", "olia": "unchanged", "balia": "unchanged",
+                                            "rig_reno": "unchanged"}
     now = in_use()
-    assert now["lia"] != first["lia"] and {now["olia"], now["balia"]} == {first["olia"], first["balia"]}
-    assert set(congestion.COUPLED) <= congestion.available()
-    congestion.ensure_registered(congestion.COUPLED)  # the API's view: nothing missing
+    assert now["lia"] != first["lia"] and {cc: now[cc] for cc in ("olia", "balia", "rig_reno")} == \
+        {cc: first[cc] for cc in ("olia", "balia", "rig_reno")}
+    assert set(congestion.RIG_CCS) <= congestion.available()
+    congestion.ensure_registered(congestion.RIG_CCS)  # the API's view: nothing missing
     assert in_use() == now
 
     lia.write_text(original)  # back to the repository's lia for whoever uses this kernel next
@@ -88,7 +90,7 @@ def test_clear_failures(node_dirs, tmp_path):
     p = register({**node_dirs, "RIG_CC_BTF": str(tmp_path / "btf")})
     assert p.returncode == 1 and "no BPF struct_ops tcp_congestion_ops" in p.stderr, p.stderr
     p = register(node_dirs, "cubic")
-    assert p.returncode == 2 and "not a coupled congestion control: cubic" in p.stderr
+    assert p.returncode == 2 and "not one of the rig's congestion controls: cubic" in p.stderr
     assert not (tmp_path / "build").exists()
 
 
@@ -117,6 +119,12 @@ Cause = congestion.Cause
 def test_why_not_a_node_can_run_olia(facts, cause, reason):
     why = congestion.why_not("olia", congestion.KernelFacts(frozenset({"cubic"}), **facts), "FIX")
     assert why.cause is cause and reason in why.message and str(why) == why.message
+
+
+def test_why_not_rig_reno_on_the_out_of_tree_kernel():
+    why = congestion.why_not("rig_reno", congestion.KernelFacts(frozenset({"reno"}), out_of_tree=True), "FIX")
+    assert why.cause is Cause.BPF_ONLY and "out-of-tree MPTCP kernel cannot run" in why.message
+    assert congestion.why_not("rig_reno", congestion.KernelFacts(frozenset({"rig_reno"})), "FIX") is None
 
 
 def test_facts_script_reads_this_host():

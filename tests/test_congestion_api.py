@@ -33,17 +33,17 @@ def netns():
 
 
 def test_ensure_registered_is_idempotent_and_rejects_unknown_names():
-    congestion.ensure_registered(congestion.COUPLED)
+    congestion.ensure_registered(congestion.RIG_CCS)
     congestion.ensure_registered(["lia", "lia"])
-    assert set(congestion.COUPLED) <= congestion.available()
-    assert all(congestion.explain(n) is None for n in congestion.COUPLED)
-    assert {name for name, _, state in congestion.struct_ops_maps() if state == "INUSE"} == set(congestion.COUPLED)
+    assert set(congestion.RIG_CCS) <= congestion.available()
+    assert all(congestion.explain(n) is None for n in congestion.RIG_CCS)
+    assert {name for name, _, state in congestion.struct_ops_maps() if state == "INUSE"} == set(congestion.RIG_CCS)
     # repairs() sums the `repairs` global of each object's .bss map: it must be there to be read
-    for name in congestion.COUPLED:
+    for name in congestion.RIG_CCS:
         dump = subprocess.run(["bpftool", "-j", "map", "dump", "name", f"{name}.bss"], capture_output=True, text=True)
         assert dump.returncode == 0 and '"repairs":' in dump.stdout, (name, dump.stderr)
-    assert set(congestion.repairs()) == set(congestion.COUPLED)
-    with pytest.raises(RigError, match="not one of the coupled"):
+    assert set(congestion.repairs()) == set(congestion.RIG_CCS)
+    with pytest.raises(RigError, match="not one of the rig's congestion controls"):
         congestion.ensure_registered(["cubci"])
     why = congestion.explain("vegas")
     assert why.cause is congestion.Cause.UNKNOWN and "does not provide it" in why.message

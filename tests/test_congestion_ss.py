@@ -65,3 +65,17 @@ def test_odd_input():
     assert parse_ss(text) == [{"local": "10.0.0.1:3", "remote": "10.0.0.2:4", "cc": "", "mptcp": False, "cwnd": 5,
                                "rtt_ms": 2.5}]
     assert parse_ss("garbage\n\t lia cwnd:3\n") == []
+
+
+def test_ssthresh_when_ss_shows_one():
+    """ss-tinH-mptcp-olia-ssthresh45.txt: the client's side of a loopback MPTCP iperf3 run with -C olia
+    after a fixed initial ssthresh of 45 was set for the namespace (nodes/agent/rig_node/ccparams.py):
+    the two olia subflows show ssthresh:45; the bbr control connection's ssthresh is infinite, which
+    ss leaves out. rcv_ssthresh is another field."""
+    socks = by_ends(parse_ss((DATA / "ss-tinH-mptcp-olia-ssthresh45.txt").read_text()))
+    assert {ends: (s["cc"], s.get("ssthresh")) for ends, s in socks.items()} == {
+        ("127.0.0.1:38760", "127.0.0.1:5301"): ("bbr", None),
+        ("127.0.0.1:38764", "127.0.0.1:5301"): ("olia", 45),
+        ("127.0.0.2%lo:44377", "127.0.0.1:5301"): ("bbr", None),
+        ("127.0.0.2%lo:47607", "127.0.0.1:5301"): ("olia", 45),
+    }

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: GPL-2.0 */
 /*
- * Plumbing shared by the coupled congestion controls (lia, olia, balia).
+ * Plumbing shared by the rig's congestion controls (coupled lia, olia, balia; uncoupled rig_reno).
  *
  * Each subflow of an MPTCP connection publishes its cwnd, rtt and OLIA inter-loss
  * distance in one slot of a per-connection entry of `conns`, keyed by the address of
@@ -10,7 +10,11 @@
  * last subflow to leave deletes the entry.
  *
  * An algorithm file defines CC_INCREASE(snap) and CC_SSTHRESH(sk, snap) (snap: a
- * struct cc_paths of at least two paths) and then includes this file.
+ * struct cc_paths of at least two paths) and then includes this file. Defining
+ * CC_UNCOUPLED instead makes every socket, also each MPTCP subflow, run Reno on its own.
+ *
+ * Every CC built from this file starts a connection at the initial ssthresh set for its
+ * network namespace in `init_ssthresh` (see coupled_init), if one is set.
  */
 #include "vmlinux.h"
 #include <bpf/bpf_helpers.h>
@@ -52,6 +56,20 @@ struct {
 	__type(value, struct conn);
 } conns SEC(".maps");
 
+/*
+ * Fixed initial ssthresh in packets, per network namespace, set at run time by the node
+ * (nodes/agent/rig_node/ccparams.py). Key: the namespace's cookie (SO_NETNS_COOKIE), which the
+ * kernel never reuses, so a deleted namespace's value cannot reach a new one; LRU: entries of
+ * namespaces long gone make room. No entry: the kernel's initial ssthresh (infinite, or a
+ * tcp_metrics cache value).
+ */
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u64);
+	__type(value, __u32);
+} init_ssthresh SEC(".maps");
+
 /* Template for new entries; a global because the BPF stack (512 bytes) is short. */
 const struct conn empty_conn = {};
 
@@ -81,6 +99,9 @@ static __always_inline __u64 mptcp_conn_key(struct sock *sk)
 	struct mptcp_subflow_context *subflow;
 	struct inet_connection_sock *icsk = (void *)sk;
 
+#ifdef CC_UNCOUPLED
+	return 0;
+#endif
 	if (!tcp_sk(sk)->is_mptcp || !icsk->icsk_ulp_data)
 		return 0;
 	subflow = bpf_rdonly_cast(icsk->icsk_ulp_data,
@@ -181,10 +202,27 @@ static __always_inline bool cwnd_limited(const struct tcp_sock *tp)
 	return tp->is_cwnd_limited;
 }
 
+/*
+ * The kernel calls init when the connection is established, after tcp_init_metrics has set
+ * the initial ssthresh (and again if the socket's CC is changed later): a fixed initial
+ * ssthresh set for this socket's namespace replaces the kernel's there.
+ */
+static __always_inline void fix_initial_ssthresh(struct sock *sk)
+{
+	struct tcp_sock *tp = tcp_sk(sk);
+	__u64 netns = sk->__sk_common.skc_net.net->net_cookie;
+	__u32 *packets = bpf_map_lookup_elem(&init_ssthresh, &netns);
+
+	if (packets && *packets)
+		tp->snd_ssthresh = *packets < tp->snd_cwnd_clamp ? *packets : tp->snd_cwnd_clamp;
+}
+
 SEC("struct_ops")
 void BPF_PROG(coupled_init, struct sock *sk)
 {
 	struct coupled_ca *ca = ca_of(sk);
+
+	fix_initial_ssthresh(sk);
 
 	ca->conn_key = mptcp_conn_key(sk);
 	ca->acc = 0;

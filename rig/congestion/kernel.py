@@ -13,6 +13,9 @@ from rig.run.agents import AgentPool
 from rig.transport.local import LocalTransport
 
 COUPLED = ("lia", "olia", "balia")
+# Uncoupled Reno from the same BPF code: it honours the fixed initial ssthresh, which the kernel's reno cannot.
+UNCOUPLED = ("rig_reno",)
+RIG_CCS = COUPLED + UNCOUPLED  # the rig's BPF congestion controls (nodes/bpf)
 BTF = Path("/sys/kernel/btf/vmlinux")
 OUT_OF_TREE_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia"}
 LOCAL_FIX = "rig cc register, or ensure_registered()"
@@ -24,8 +27,8 @@ def available() -> set[str]:
 
 
 def check_name(name: str) -> None:
-    if name not in COUPLED:
-        raise RigError(f"{name!r} is not one of the coupled congestion controls {', '.join(COUPLED)}")
+    if name not in RIG_CCS:
+        raise RigError(f"{name!r} is not one of the rig's congestion controls {', '.join(RIG_CCS)}")
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class Cause(enum.Enum):
     UNKNOWN = "unknown"  # not available, and not one the rig provides
     MODULE_NOT_LOADED = "module not loaded"  # out-of-tree kernel: modprobe fixes it
     NO_MODULE = "no module"  # out-of-tree kernel without the module
+    BPF_ONLY = "BPF only"  # out-of-tree kernel: a CC that exists only as a BPF object (rig_reno)
     NO_MPTCP = "no MPTCP"
     NO_BTF = "no BTF"
     NO_STRUCT_OPS = "no struct_ops"
@@ -78,13 +82,16 @@ class WhyNot:
 
 def why_not(name: str, facts: KernelFacts, fix: str) -> WhyNot | None:
     """Why `name` cannot run on a kernel with these facts, None if it can; `fix` is how the
-    coupled CCs get registered there (rig cc register here, the node role on a board)."""
+    rig's CCs get registered there (rig cc register here, the node role on a board)."""
     if name in facts.available:
         return None
-    if name not in COUPLED:
+    if name not in RIG_CCS:
         return WhyNot(Cause.UNKNOWN, f"{name} is not in tcp_available_congestion_control and the rig does not provide it")
     if facts.out_of_tree:
-        module = OUT_OF_TREE_MODULES[name]
+        module = OUT_OF_TREE_MODULES.get(name)
+        if module is None:
+            return WhyNot(Cause.BPF_ONLY, f"{name} is a BPF congestion control, which the out-of-tree MPTCP kernel "
+                                          "cannot run (its own reno is uncoupled)")
         if module in facts.modules:
             return WhyNot(Cause.MODULE_NOT_LOADED, f"module {module} not loaded ({fix})")
         return WhyNot(Cause.NO_MODULE, f"out-of-tree MPTCP kernel without module {module}")

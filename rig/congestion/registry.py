@@ -10,11 +10,11 @@ import time
 from collections.abc import Iterable
 from pathlib import Path
 
-from rig.congestion.kernel import COUPLED, Cause, available, check_name, explain
+from rig.congestion.kernel import RIG_CCS, Cause, available, check_name, explain
 from rig.congestion.tools import BPF_DIR, BUILD_DIR, SYSCTL, read_list, run
 from rig.errors import RigError
 
-MAP_PREFIX = "rig_"  # our struct_ops maps are rig_lia, rig_olia, rig_balia
+MAP_PREFIX = "rig_"  # our struct_ops maps are rig_lia, rig_olia, rig_balia, rig_rig_reno
 # Builds and registers (the same script the node role installs on the boards), and remembers what.
 REGISTER_SCRIPT = BPF_DIR / "rig-cc-register"
 STATE_DIR = Path("/run/rig/cc")
@@ -49,7 +49,7 @@ def struct_ops_maps() -> list[tuple[str, int, str]]:
     out = []
     for m in _STRUCT_OPS_ENTRY.finditer(p.stdout):
         name = m["name"]
-        if name.startswith(MAP_PREFIX) and name[len(MAP_PREFIX):] in COUPLED:
+        if name.startswith(MAP_PREFIX) and name[len(MAP_PREFIX):] in RIG_CCS:
             out.append((name[len(MAP_PREFIX):], int(m["id"]), m["state"]))
     return out
 
@@ -58,14 +58,14 @@ def repairs() -> dict[str, int]:
     """Per CC: implausible windows (ssthresh or cwnd over 2^20 packets) its loaded objects put
     back, the kernel 6.18 runaway windows of docs/congestion-control.md. 0 if never loaded."""
     out = {}
-    for name in COUPLED:
+    for name in RIG_CCS:
         p = run(["bpftool", "-j", "map", "dump", "name", f"{name}.bss"])
         out[name] = sum(int(n) for n in re.findall(r'"repairs":(\d+)', p.stdout)) if p.returncode == 0 else 0
     return out
 
 
 def ensure_registered(names: Iterable[str]) -> None:
-    """Register the coupled CCs among `names` not yet runnable (building them if needed). Idempotent."""
+    """Register the rig's CCs among `names` not yet runnable (building them if needed). Idempotent."""
     wanted = sorted(set(names))
     for name in wanted:
         check_name(name)
@@ -91,7 +91,7 @@ def unregister_all() -> None:
         if p.returncode != 0 and (name, map_id, "INUSE") in struct_ops_maps():
             raise RigError(f"unregistering {name} (struct_ops id {map_id}) failed: {p.stderr.strip()}")
     deadline = time.monotonic() + 5
-    while set(COUPLED) & available() and time.monotonic() < deadline:
+    while set(RIG_CCS) & available() and time.monotonic() < deadline:
         time.sleep(0.05)
 
 

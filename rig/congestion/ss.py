@@ -14,7 +14,8 @@ def subflow_ccs(netns: str | None) -> list[dict]:
     """Established TCP sockets in `netns` (None: this namespace) with the CC each runs.
 
     Each dict: local, remote ("addr:port"), cc, mptcp (True for an MPTCP subflow), and
-    cwnd (packets), rtt_ms (smoothed) and bytes_acked when ss reports them.
+    cwnd (packets), rtt_ms (smoothed) and bytes_acked when ss reports them, ssthresh (packets)
+    when it is not infinite (ss leaves it out then).
     """
     p = run(in_netns(netns, ["ss", "-tinH", "state", "established"]), timeout=20)
     if p.returncode != 0:
@@ -40,6 +41,8 @@ def parse_ss(text: str) -> list[dict]:
             fields = dict(w.split(":", 1) for w in words if ":" in w)
             if fields.get("cwnd", "").isdigit():
                 sock["cwnd"] = int(fields["cwnd"])
+            if fields.get("ssthresh", "").isdigit():
+                sock["ssthresh"] = int(fields["ssthresh"])
             if fields.get("bytes_acked", "").isdigit():
                 sock["bytes_acked"] = int(fields["bytes_acked"])
             if "rtt" in fields:

@@ -126,7 +126,7 @@ def _register_coupled_ccs() -> str:
     from rig.errors import RigError
 
     try:
-        congestion.ensure_registered(congestion.COUPLED)
+        congestion.ensure_registered(congestion.RIG_CCS)
     except RigError as e:
         return f"coupled CCs not available ({e}); the kernel's own CCs still run"
-    return "coupled CCs runnable on this host's kernel (the nodes'): " + " ".join(congestion.COUPLED)
+    return "coupled CCs runnable on this host's kernel (the nodes'): " + " ".join(congestion.RIG_CCS)
