@@ -55,9 +55,9 @@ def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
 
 def check_host_ccs(campaign: Campaign, source: str) -> None:
     """Every congestion control the campaign names must run on this host, whose kernel the emulated
-    nodes share: coupled ones are registered here."""
+    nodes share: the rig's own (coupled ones, rig_reno) are registered here."""
     wanted = campaign.factors.cc
-    coupled = [c for c in wanted if c in congestion.COUPLED]
+    coupled = [c for c in wanted if c in congestion.RIG_CCS]
     if coupled:
         congestion.ensure_registered(coupled)
     available = congestion.available()
