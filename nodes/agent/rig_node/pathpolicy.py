@@ -13,8 +13,12 @@ taken from counters the sender's kernel already keeps for every subflow: every s
 lost is sent again, bytes_sent counts those retransmissions too, and bytes (not segments) keep
 the ratio independent of segment sizes. It needs nothing from the receiver and no packet capture.
 It over-counts where TCP retransmits what was not lost (a spurious RTO after a delay spike, a tail
-loss probe) and counts a lost retransmission twice; over a window of many segments that is small
-against the thresholds the paper found (0.1 % WiFi, 1 % LTE).
+loss probe) and counts a lost retransmission twice; over a window of many segments that is small.
+What it cannot do is tell wireless loss from congestion: the drops at the path's own bottleneck
+queue count too, whereas the paper counted only the drops of its loss emulation. A loss-based
+congestion control loses segments at every queue overflow (slow start's overshoot, then each
+cycle: on the emulated WiFi with no loss configured, cubic's 1 s windows show up to ~1.4 %), so
+a threshold below that level (the paper's 0.1 % for WiFi) switches a path with no wireless loss.
 
 Decisions:
 - A regular path goes to backup when a full window (history reaching back `window_s`, at least
@@ -65,7 +69,7 @@ class Sample:
 class Switch:
     t: float
     address: str
-    loss: float | None  # over the window that decided; None when there was no measure (hold, end)
+    loss: float | None  # over the last window; None when there was none with data (a hold, the end)
     action: str  # "backup" | "restore"
 
     def to_json(self) -> dict:
