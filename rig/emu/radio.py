@@ -22,7 +22,7 @@ import signal
 import statistics
 import subprocess
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rig.emu import control
@@ -82,6 +82,42 @@ class LteCell:
 
 
 @dataclass(frozen=True)
+class LteTtiUe:
+    """kind "lte_tti": one UE's radio where it differs from the cell's (None: the cell's)."""
+
+    ul_sinr_db: float | None = None
+    dl_sinr_db: float | None = None
+    ul_sinr_trace: tuple[tuple[float, float], ...] = ()  # (seconds since start, dB) steps
+    dl_sinr_trace: tuple[tuple[float, float], ...] = ()
+
+
+@dataclass(frozen=True)
+class LteTtiCell:
+    """kind "lte_tti": the TTI-scheduled LTE cell (docs/emulator.md). Defaults: calibrated to
+    kind lte (scripts/calibrate_lte.py)."""
+
+    prb: int  # as radio-configs/lte/*.yaml
+    scheduler: str = "pf"  # downlink: rr | pf
+    ul_scheduler: str = "rr"
+    ul_sinr_db: float = 18.8  # MCS 20 (kind lte's single-UE uplink)
+    dl_sinr_db: float = 25.0  # MCS 28
+    target_bler: float = 0.0  # first transmissions that fail (HARQ retransmits 8 ms later)
+    max_harq_tx: int = 4
+    sr_period_ms: int = 1  # scheduling request opportunities (srsRAN's rr.conf: sr_cnfg period)
+    sr_to_bsr_ms: int = 7  # SR sent -> the eNodeB knows the buffer
+    rlc_buffer_bytes: int = 256 * 1024
+    processing_delay_s: float = 0.0
+    ues: dict[str, LteTtiUe] = field(default_factory=dict)  # by station TAP
+
+
+def lte_tti_config(cell: LteTtiCell) -> dict:
+    """The emulator's "lte_tti" config member (per-UE entries only with what they set)."""
+    config = {k: v for k, v in asdict(cell).items() if k != "ues"}
+    config["ues"] = {tap: {k: v for k, v in asdict(ue).items() if v not in (None, ())} for tap, ue in cell.ues.items()}
+    return config
+
+
+@dataclass(frozen=True)
 class RadioNetworkSpec:
     name: str
     gateway_tap: str
@@ -99,6 +135,7 @@ class RadioNetworkSpec:
     wake_slack_s: float = 50e-6
     wifi: WifiBss | None = None  # required for kinds "wifi" and "dcf"
     lte: LteCell | None = None  # required for kind "lte"
+    lte_tti: LteTtiCell | None = None  # required for kind "lte_tti"
 
 
 @dataclass(frozen=True)
@@ -155,6 +192,10 @@ def _radio_config(spec: RadioNetworkSpec) -> dict:
         if spec.lte.distance_m is None:
             cell["distance_m"] = 2000.0 * math.sqrt(25 / spec.lte.prb)
         return {"lte": cell}
+    if spec.kind == "lte_tti":
+        if spec.lte_tti is None:
+            raise RigError(f"radio network {spec.name}: kind lte_tti needs an LteTtiCell (field lte_tti)")
+        return {"lte_tti": lte_tti_config(spec.lte_tti)}
     return {}
 
 

@@ -20,6 +20,7 @@
 #include "ns3/node-container.h"
 #include "ns3/point-to-point-epc-helper.h"
 #include "ns3/point-to-point-helper.h"
+#include "ns3/random-variable-stream.h"
 #include "ns3/rng-seed-manager.h"
 #include "ns3/simulator.h"
 #include "ns3/socket.h"
@@ -50,6 +51,7 @@ struct Scenario
     double startS = 0.5;
     double warmupS = 2;      // after start: not measured
     double measureS = 5;
+    bool poisson = false; // exponential gaps between packets (else constant)
 };
 
 // What one UE's flow delivered in the measured window.
@@ -89,10 +91,21 @@ Percentile(std::vector<double> v, double q)
     return v[static_cast<size_t>(std::min<double>(v.size() - 1, std::floor(q * v.size())))];
 }
 
+ns3::Ptr<ns3::ExponentialRandomVariable> g_gaps;
+
 ns3::Time
 Interval(const Scenario& s)
 {
-    return ns3::Seconds(s.packetBytes * 8.0 / s.offeredBps);
+    double mean = s.packetBytes * 8.0 / s.offeredBps;
+    if (!s.poisson)
+    {
+        return ns3::Seconds(mean);
+    }
+    if (!g_gaps)
+    {
+        g_gaps = ns3::CreateObject<ns3::ExponentialRandomVariable>();
+    }
+    return ns3::Seconds(g_gaps->GetValue(mean, 0));
 }
 
 // ---- ns-3's LENA cell, configured as kind lte (lte.cc) ----
@@ -117,7 +130,6 @@ struct UdpFlow
     ns3::Ptr<ns3::Socket> tx;
     ns3::Address to;
     uint32_t payload;
-    ns3::Time interval;
 };
 
 void
@@ -127,7 +139,7 @@ SendUdp(UdpFlow* f)
     int64_t ns = ns3::Simulator::Now().GetNanoSeconds();
     std::memcpy(buf.data(), &ns, sizeof(ns));
     f->tx->SendTo(ns3::Create<ns3::Packet>(buf.data(), f->payload), 0, f->to);
-    ns3::Simulator::Schedule(f->interval, &SendUdp, f);
+    ns3::Simulator::Schedule(Interval(f->run->s), &SendUdp, f);
 }
 
 void
@@ -233,7 +245,6 @@ RunLena(Run& run, const Json& cell, std::vector<std::unique_ptr<UdpFlow>>& flows
         flow->tx->Bind();
         flow->to = ns3::InetSocketAddress(to, port);
         flow->payload = s.packetBytes - 28;
-        flow->interval = Interval(s);
         ns3::Simulator::Schedule(ns3::Seconds(s.startS) + ns3::MicroSeconds(37 * i), &SendUdp, flow.get());
         flows.push_back(std::move(flow));
     }
@@ -287,6 +298,7 @@ RunLteCalibration(const std::string& configPath)
     run.s.offeredBps = config.Num("offered_bps");
     run.s.packetBytes = static_cast<uint32_t>(config.Num("packet_bytes", 1500));
     run.s.warmupS = config.Num("warmup_s", run.s.warmupS);
+    run.s.poisson = config.Str("arrivals", "constant") == "poisson";
     run.s.measureS = config.Num("measure_s", run.s.measureS);
     run.flows.resize(run.s.ues);
     ns3::RngSeedManager::SetSeed(static_cast<uint32_t>(config.Num("seed", 1)));
@@ -343,6 +355,7 @@ RunLteCalibration(const std::string& configPath)
                 all.size(), run.grants ? run.mcsSum / run.grants : NAN,
                 static_cast<unsigned long long>(run.grants), static_cast<unsigned long long>(retx),
                 wallS, ues.c_str());
+    g_gaps = nullptr;
     ns3::Simulator::Destroy();
     return 0;
 }

@@ -194,7 +194,9 @@ LteTtiCell::Wake()
     {
         return;
     }
-    ns3::Time next = ns3::MilliSeconds(NowTti() + 1);
+    // The next TTI boundary (now, if this is one: an SR decoded at a boundary is served in it).
+    int64_t nowNs = ns3::Simulator::Now().GetNanoSeconds();
+    ns3::Time next = ns3::NanoSeconds((nowNs + 999999) / 1000000 * 1000000);
     m_tti = ns3::Simulator::Schedule(next - ns3::Simulator::Now(), &LteTtiCell::Tti, this);
 }
 

@@ -35,12 +35,12 @@ struct LteTtiConfig
     int maxHarqTx = 4;              // transmissions of a TB before it is given up
     int harqRttTtis = 8;
     int ulGrantDelayTtis = 4;       // grant in TTI n, PUSCH in n + 4
-    int dlTxDelayTtis = 2;          // scheduled in n, decoded by the UE in n + 2
-    int srPeriodTtis = 10;          // scheduling request opportunities
-    int srToBsrTtis = 4;            // SR sent -> the eNodeB knows the UE's buffer
+    int dlTxDelayTtis = 3;          // scheduled in n, decoded by the UE in n + 3
+    int srPeriodTtis = 1;           // scheduling request opportunities
+    int srToBsrTtis = 7;            // SR sent -> the eNodeB knows the UE's buffer
     int minUlPrb = 3;               // smallest uplink grant of a shared TTI
     uint32_t rlcBufferBytes = 256 * 1024; // per UE and direction (RLC UM transmission buffer)
-    double processingDelayS = 0.001; // decoding + core network, after the TTI that carried it
+    double processingDelayS = 0.0;  // decoding + core network, after the TTI that carried it
 
     static LteTtiConfig From(const Json& cell);
 };

@@ -63,9 +63,13 @@ LteTtiNetwork::LteTtiNetwork(const Json& config)
 {
     const Json& cell = config.At("lte_tti");
     std::vector<LteTtiUeRadio> radios;
+    Json none;
+    none.type = Json::Type::Object;
     for (const Json& s : config.At("stations").array)
     {
-        radios.push_back(LteTtiUeRadio::From(s, cell));
+        std::string tap = s.Str("tap");
+        bool own = cell.Has("ues") && cell.At("ues").Has(tap);
+        radios.push_back(LteTtiUeRadio::From(own ? cell.At("ues").At(tap) : none, cell));
     }
     m_cell = std::make_unique<LteTtiCell>(
         LteTtiConfig::From(cell),
