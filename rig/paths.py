@@ -36,17 +36,21 @@ NODE_SYSCTLS = {
 }
 
 
-def _up(i: RadioInterface, routes: list[str], main_routes: list[str], endpoint: str, unreachable: bool) -> dict:
+def _up(i: RadioInterface, routes: list[str], main_routes: list[str], endpoint: str, unreachable: bool,
+        backup: bool = False) -> dict:
     return {"name": i.ifname, "up": True, "address": str(i.address), "prefixlen": i.prefixlen,
             "gateway": str(i.gateway) if i.gateway else None, "table": i.table, "routes": routes,
-            "unreachable_default": unreachable, "main_routes": main_routes, "endpoint": endpoint}
+            "unreachable_default": unreachable, "main_routes": main_routes, "endpoint": endpoint,
+            **({"backup": True} if backup else {})}
 
 
-def sender_plan(pair: Pair, homing: str) -> dict:
+def sender_plan(pair: Pair, homing: str, backup: str = "none") -> dict:
+    """backup: the path (wifi or lte) whose subflows are MPTCP backup subflows (dual homing only)."""
     w, l = pair.sender_wifi, pair.sender_lte
     a, b = f"{pair.receiver_a.address}/32", f"{pair.receiver_b.address}/32"
     if homing == "dual":
-        ifaces = [_up(w, [a], ["default"], "subflow", True), _up(l, [b], [b], "subflow", True)]
+        ifaces = [_up(w, [a], ["default"], "subflow", True, backup == "wifi"),
+                  _up(l, [b], [b], "subflow", True, backup == "lte")]
         limits = {"subflows": 2, "add_addr_accepted": 1}
     else:  # single-homed: the same MPTCP socket with one subflow, announced addresses ignored
         used, unused, target = (w, l, a) if homing == "wifi" else (l, w, b)
@@ -61,13 +65,16 @@ def receiver_plan(pair: Pair) -> dict:
             "limits": {"subflows": 2, "add_addr_accepted": 0}, "sysctls": NODE_SYSCTLS}
 
 
-def node_plan(topo: Topology, host: str, homing: str = "dual") -> dict:
-    """`host`'s plan in `topo`; senders dual-homed unless told otherwise (a setup's resting state)."""
+def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "none",
+              no_metrics_save: bool = True) -> dict:
+    """`host`'s plan in `topo`; senders dual-homed unless told otherwise (a setup's resting state).
+    no_metrics_save False lets connections start from the kernel's cached metrics of earlier ones."""
     for p in topo.pairs:
-        if host == p.sender:
-            return sender_plan(p, homing)
-        if host == p.receiver:
-            return receiver_plan(p)
+        if host in (p.sender, p.receiver):
+            plan = sender_plan(p, homing, backup) if host == p.sender else receiver_plan(p)
+            if not no_metrics_save:
+                plan["sysctls"] = {**plan["sysctls"], "net.ipv4.tcp_no_metrics_save": "0"}
+            return plan
     raise KeyError(f"{host} is not a node of this topology")
 
 

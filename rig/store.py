@@ -36,6 +36,7 @@ RUNS_COLUMNS = [
     ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
     ("retrans_segs", pa.int64()), ("reinjections", pa.int64()), ("lag_retries", pa.int32()),
     ("fct_s", pa.float64()), ("first_byte_at", pa.timestamp("us", tz="UTC")), ("last_byte_at", pa.timestamp("us", tz="UTC")),
+    ("backup", pa.string()), ("policy", pa.string()),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -212,6 +213,7 @@ class CampaignStore:
                     "lag_retries": lag_retries, "fct_s": p.get("fct_s"),
                     "first_byte_at": datetime.fromisoformat(p["first_byte_at"]) if p.get("first_byte_at") else None,
                     "last_byte_at": datetime.fromisoformat(p["last_byte_at"]) if p.get("last_byte_at") else None,
+                    "backup": params.get("backup", "none"), "policy": params.get("policy", "none"),
                 }
             )
         return out

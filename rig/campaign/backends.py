@@ -129,7 +129,9 @@ class LabBackend:
 
     def check(self, campaign: Campaign, source: str) -> None:
         from rig.lab import NODE_CC_FIX, lab_topology, node_cc_facts
+        from rig.run.timeline import check_for_lab
 
+        check_for_lab(campaign.events, source)
         # every needed host variable is there, for each setup
         topos = [lab_topology(self.lab, setup, campaign.pairs) for setup in campaign.setups]
         several = len(campaign.setups) > 1 or len(campaign.factors.wifi_standard) > 1

@@ -116,6 +116,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                         ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
+                ctx.events, ctx.loss_aware, ctx.tcp = campaign.events, campaign.loss_aware, campaign.tcp
                 started, t_run = utc_now(), time.monotonic()
                 try:
                     record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)

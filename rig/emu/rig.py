@@ -95,6 +95,18 @@ def _tap_name(network: str, station: RadioInterface | None) -> str:
     return f"{network}g" if station is None else f"{network}{station.host}{station.ifname[-1]}"
 
 
+def station_tap(radios: dict, stations: dict, host: str, interface: str, where: str) -> tuple[str, str]:
+    """(radio network, station TAP) of `host`'s `interface` among running `radios` (network ->
+    RadioProcess), `stations` mapping each TAP to its (host, interface)."""
+    for tap, node in stations.items():
+        if node != (host, interface):
+            continue
+        for network, proc in radios.items():
+            if any(s.tap == tap for s in proc.spec.stations):
+                return network, tap
+    raise RigError(f"no radio station for {host} {interface} on {where}")
+
+
 class EmulatedRig:
     def __init__(self, prefix: str = DEFAULT_PREFIX):
         if not prefix.replace("_", "").isalnum() or len(prefix) > 8:
@@ -217,13 +229,7 @@ class EmulatedRig:
         """(radio network, station TAP) of a node's radio interface: where a change during a run
         goes (self.radios[network].schedule, docs/emulator.md). RigError if the running radios
         have no such station."""
-        for tap, where in self.stations.items():
-            if where != (host, interface):
-                continue
-            for network, proc in self.radios.items():
-                if any(s.tap == tap for s in proc.spec.stations):  # type: ignore[attr-defined]
-                    return network, tap
-        raise RigError(f"no radio station for {host} {interface} on emulated rig {self.prefix}")
+        return station_tap(self.radios, self.stations, host, interface, f"emulated rig {self.prefix}")
 
     def _move_tap(self, tap: str, target_ns: str, name: str) -> None:
         netns.ip("link", "set", tap, "netns", target_ns, netns=self.ns("radio"))

@@ -13,15 +13,16 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from rig.campaign.model import Limits
+from rig.campaign.model import Event, Limits, LossAware, Tcp
 from rig.campaign.plan import Run
 from rig.emu.topology import Topology
 from rig.paths import node_plan, receive_buffer
-from rig.run import transfers
+from rig.run import timeline, transfers
 from rig.run.agents import AgentPool
 from rig.run.judge import judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
-from rig.run.tables import interface_table, lag_table, radio_table
+from rig.run.tables import (interface_table, lag_table, radio_table, received_table, switch_table,
+                            transfer_subflow_table)
 from rig.store import RunRecord
 
 # T0 is set this far after the sources are launched: they start ahead and wait for T0 themselves,
@@ -45,6 +46,10 @@ class RunContext:
     # (how the judge's fallback check is tested).
     sinks_mptcp: bool = True
     shared_clock: bool = False  # the emulated rig's nodes share the host's clock: no offsets to record
+    # The campaign's run-wide settings: events on each run's clock, the loss-aware policy's, TCP's.
+    events: list[Event] = field(default_factory=list)
+    loss_aware: LossAware = field(default_factory=LossAware)
+    tcp: Tcp = field(default_factory=Tcp)
 
     def apply(self, agent, op: str, **request) -> None:
         """An idempotent configuration request (`paths`, `sysctl`), sent only when it changed."""
@@ -89,12 +94,24 @@ def tx_delta(rows: list, ifname: str) -> int:
 def configure(ctx: RunContext, run: Run) -> None:
     """Each sender's routing for the run's homing, each receiver's buffer (only what changed)."""
     senders, receivers = [p.sender for p in ctx.topo.pairs], [p.receiver for p in ctx.topo.pairs]
-    ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing)))
+    ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup,
+                                                                            ctx.tcp.no_metrics_save)))
     ctx.agents.each(receivers, lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
 
 
-def launch(ctx: RunContext, run: Run) -> float:
-    """Sinks, sampling, then every source to start at T0; returns T0."""
+def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
+    """The loss-aware policy's settings for a sender's transfer: its paths' addresses and thresholds."""
+    if run.policy != "loss-aware":
+        return {}
+    p = next(p for p in ctx.topo.pairs if p.sender == host)
+    addresses = {"wifi": str(p.sender_wifi.address), "lte": str(p.sender_lte.address)}
+    return {"loss_aware": {addresses[path]: pct / 100 for path, pct in ctx.loss_aware.threshold_pct.items()},
+            "loss_window_s": ctx.loss_aware.window_s}
+
+
+def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]:
+    """Sinks, sampling, the run's events, then every source to start at T0; returns T0 and the
+    events as scheduled."""
     start_sinks(ctx, run)
     topo, hz = ctx.topo, ctx.limits.sample_hz
     senders = {p.sender: p for p in topo.pairs}
@@ -102,16 +119,26 @@ def launch(ctx: RunContext, run: Run) -> float:
                                                     ss_hz=ctx.limits.subflow_hz if a.host in senders else 0))
     began = time.monotonic()
     t0 = time.time() + ctx.start_lead_s()
+    events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
 
     def source(agent):
         p = senders[agent.host]
         bind, target = (p.sender_lte.address, p.receiver_b.address) if run.homing == "lte" else (p.sender_wifi.address, p.receiver_a.address)
-        agent.request("launch", key=transfers.SOURCE_KEY, program="transfer",
-                      args=transfers.source_args(run, str(bind), str(target), t0), at=None)
+        args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), t0), **loss_aware_args(ctx, run, agent.host)}
+        agent.request("launch", key=transfers.SOURCE_KEY, program="transfer", args=args, at=None)
 
     ctx.agents.each(list(senders), source)
     ctx.schedule_s = time.monotonic() - began
-    return t0
+    return t0, events
+
+
+def _event_summary(rows: list[dict]) -> dict | None:
+    """How many events acted (and where), how many did not, and their worst lateness."""
+    if not rows:
+        return None
+    late = [r["lateness_ms"] for r in rows if r["lateness_ms"] is not None]
+    return {"acted": len(late), "not_acted": len(rows) - len(late), "errors": sum(1 for r in rows if r["error"]),
+            "max_lateness_ms": max(late) if late else None}
 
 
 def execute_run(ctx: RunContext, run: Run) -> RunRecord:
@@ -126,10 +153,10 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
     # Senders and receivers time a transfer on their own clocks: their offsets bound the FCT's error.
     clocks = {} if ctx.shared_clock else ctx.agents.each(topo.nodes, lambda a: a.request("clock"))
-    t0 = launch(ctx, run)
+    t0, events = launch(ctx, run)
     marks.append(("schedule", time.monotonic()))
 
-    timeout = ctx.limits.run_timeout_s
+    timeout = transfers.run_timeout_s(run, ctx.limits)
     sources = ctx.agents.each(senders, lambda a: a.request("wait", key=transfers.SOURCE_KEY, timeout=timeout))
     by_receiver = ctx.agents.each([p.receiver for p in topo.pairs],
                                   lambda a: a.request("wait", key=transfers.SINK_KEY, timeout=transfers.SINK_GRACE_S))
@@ -143,6 +170,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     subflows = of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0)
     mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
+    event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
     for radio in ctx.radios.values():
         radio.wait_lag(t_end)
     lags = {n: _finite(r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
@@ -153,15 +181,22 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         p = by_sender[s]
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
         t = done[s]
+        if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
+            duration, fct = run.duration_s, None
+            # what arrived within the duration (the sender's queue drains after it, not counted)
+            within = transfers.delivered_by(reports[s]["sink"], t.started_at + run.duration_s) if t.started_at else 0
+            goodput = within * 8 / run.duration_s if t.error is None else None
+        else:  # volume x 8 / FCT: only a transfer that delivered everything has one
+            duration = fct = t.fct_s
+            goodput = run.volume_bytes * 8 / t.fct_s if t.fct_s and t.error is None else None
         pairs.append({
             "pair": p.index, "sender": s, "receiver": p.receiver,
             "started_at": iso(t.started_at) if t.started_at else None,
             "first_byte_at": iso(t.first_byte_at) if t.first_byte_at else None,
             "last_byte_at": iso(t.last_byte_at) if t.last_byte_at else None,
-            "fct_s": t.fct_s,
-            "duration_s": t.fct_s,
-            # volume x 8 / FCT: only a transfer that delivered everything has one
-            "goodput_bps": run.volume_bytes * 8 / t.fct_s if t.fct_s and t.error is None else None,
+            "fct_s": fct,
+            "duration_s": duration,
+            "goodput_bps": goodput,
             "bytes_sent": t.bytes_sent,  # what the sender wrote
             "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
             "bytes_wifi": tx_delta(samples[s], p.sender_wifi.ifname),
@@ -185,15 +220,21 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "lag": lags,
         "clock_offsets_ms": {h: None if c["offset_s"] is None else round(c["offset_s"] * 1000, 3) for h, c in clocks.items()},
         "impaired_hops": [h for h in ctx.hops if h["impaired"]],
+        "events": _event_summary(event_rows),
         "lagged": verdict.lagged,
         "subflow_ccs": ccs_by_host(subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
                           if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
     }
-    timeseries = {"interfaces": interface_table(samples, topo)}
+    timeseries = {"interfaces": interface_table(samples, topo), "received": received_table(reports, topo),
+                  "transfer_subflows": transfer_subflow_table(reports, topo)}
     if subflows:
         timeseries["subflows"] = subflow_table(subflows)
+    if event_rows:
+        timeseries["events"] = timeline.table(event_rows)
+    if run.policy != "none":
+        timeseries["switches"] = switch_table(reports, topo)
     radio = radio_table(ctx.radios, ctx.stations, t0, t_end)
     if radio is not None:
         timeseries["radio"] = radio

@@ -46,3 +46,54 @@ def radio_table(radios: dict, stations: dict, since: float, until: float) -> pa.
         return None
     keys = sorted({k for r in rows for k in r})
     return pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
+
+
+SUBFLOW_SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),
+                            ("local", pa.string()), ("remote", pa.string()), ("path", pa.string()),
+                            ("bytes_acked", pa.int64()), ("bytes_sent", pa.int64()), ("bytes_retrans", pa.int64()),
+                            ("rtt_ms", pa.float64()), ("cwnd", pa.int64()), ("ssthresh", pa.int64())])
+RECEIVED_SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()),
+                             ("connection", pa.int32()), ("bytes", pa.int64())])
+SWITCH_SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("path", pa.string()),
+                           ("address", pa.string()), ("loss", pa.float64()), ("action", pa.string())])
+
+
+def _path_by_address(topo: Topology) -> dict[str, str]:
+    return {str(i.address): i.path for i in topo.interfaces}
+
+
+def transfer_subflow_table(reports: dict[str, dict], topo: Topology) -> pa.Table:
+    """The senders' own per-subflow samples (rig_transfer.py source, every 1/series_hz)."""
+    pair_of = {p.sender: p.index for p in topo.pairs}
+    path_of = _path_by_address(topo)
+    rows = []
+    for host, report in reports.items():
+        for n, conn in enumerate(report["source"].get("connections") or []):
+            for t, local, remote, acked, sent, retrans, rtt_ms, cwnd, ssthresh in conn.get("subflows") or []:
+                rows.append({"time": t, "host": host, "pair": pair_of.get(host), "connection": n, "local": local,
+                             "remote": remote, "path": path_of.get(local.rsplit(":", 1)[0], "other"),
+                             "bytes_acked": acked, "bytes_sent": sent, "bytes_retrans": retrans, "rtt_ms": rtt_ms,
+                             "cwnd": cwnd, "ssthresh": ssthresh})
+    return pa.Table.from_pylist(rows, schema=SUBFLOW_SCHEMA)
+
+
+def received_table(reports: dict[str, dict], topo: Topology) -> pa.Table:
+    """The receivers' reads per interval (bytes read in the interval ending at `time`)."""
+    by_sender = {p.sender: p for p in topo.pairs}
+    rows = []
+    for sender, report in reports.items():
+        p = by_sender[sender]
+        for n, conn in enumerate(report["sink"].get("connections") or []):
+            for t, nbytes in conn.get("intervals") or []:
+                rows.append({"time": t, "host": p.receiver, "pair": p.index, "connection": n, "bytes": nbytes})
+    return pa.Table.from_pylist(rows, schema=RECEIVED_SCHEMA)
+
+
+def switch_table(reports: dict[str, dict], topo: Topology) -> pa.Table:
+    """What the loss-aware policy did on each sender: every switch with the loss it saw."""
+    pair_of = {p.sender: p.index for p in topo.pairs}
+    path_of = _path_by_address(topo)
+    rows = [{"time": s["t"], "host": host, "pair": pair_of.get(host), "path": path_of.get(s["address"], "other"),
+             "address": s["address"], "loss": s["loss"], "action": s["action"]}
+            for host, report in reports.items() for s in report["source"].get("switches") or []]
+    return pa.Table.from_pylist(rows, schema=SWITCH_SCHEMA)

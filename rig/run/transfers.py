@@ -38,15 +38,21 @@ class PairTransfer:
         return self.last_byte_at - self.started_at
 
 
+def run_timeout_s(run: Run, limits: Limits) -> float:
+    """How long a run's sources may take: a time-based run's duration comes on top of the limit."""
+    return limits.run_timeout_s + (run.duration_s or 0.0)
+
+
 def sink_args(run: Run, limits: Limits, mptcp: bool = True) -> dict:
-    return {"mode": "sink", "port": PORT, "connections": run.connections, "timeout_s": limits.run_timeout_s + SINK_GRACE_S,
-            "mptcp": mptcp}
+    return {"mode": "sink", "port": PORT, "connections": run.connections, "timeout_s": run_timeout_s(run, limits) + SINK_GRACE_S,
+            "mptcp": mptcp, "interval_ms": 1000 / limits.series_hz}
 
 
-def source_args(run: Run, bind: str, target: str, t0: float) -> dict:
+def source_args(run: Run, limits: Limits, bind: str, target: str, t0: float) -> dict:
     # The source starts at t0 itself (it is launched ahead, so its start-up is not in the timing).
+    amount = {"seconds": run.duration_s} if run.time_based else {"bytes": run.volume_bytes}
     return {"mode": "source", "port": PORT, "connections": run.connections, "target": target, "bind": bind,
-            "bytes": run.volume_bytes, "cc": run.cc, "at": t0}
+            **amount, "cc": run.cc, "at": t0, "sample_ms": 1000 / limits.series_hz}
 
 
 def _report(result: dict, who: str) -> tuple[dict, str | None]:
@@ -66,8 +72,9 @@ def _report(result: dict, who: str) -> tuple[dict, str | None]:
     return doc, None
 
 
-def pair_transfer(source: dict, sink: dict, volume_bytes: int) -> tuple[PairTransfer, dict]:
-    """The pair's transfer and the raw reports (kept in the run store)."""
+def pair_transfer(source: dict, sink: dict, volume_bytes: int | None) -> tuple[PairTransfer, dict]:
+    """The pair's transfer and the raw reports (kept in the run store). A time-based run
+    (volume_bytes None) is complete when the receiver read everything the sender wrote."""
     src, src_error = _report(source, "sender")
     dst, dst_error = _report(sink, "receiver")
     conns = dst.get("connections") or []
@@ -76,8 +83,9 @@ def pair_transfer(source: dict, sink: dict, volume_bytes: int) -> tuple[PairTran
     lasts = [c["last_byte_at"] for c in conns if c.get("last_byte_at")]
     sent = [c.get("bytes") for c in src.get("connections") or [] if c.get("bytes") is not None]
     error = src_error or dst_error
-    if error is None and delivered != volume_bytes:
-        error = f"delivered {delivered} of {volume_bytes} bytes"
+    expected = volume_bytes if volume_bytes is not None else (sum(sent) if sent else None)
+    if error is None and delivered != expected:
+        error = f"delivered {delivered} of {expected} bytes"
     transfer = PairTransfer(
         started_at=src.get("started_at"), first_byte_at=min(firsts) if firsts else None,
         last_byte_at=max(lasts) if lasts else None, bytes_sent=sum(sent) if sent else None,
@@ -88,3 +96,8 @@ def pair_transfer(source: dict, sink: dict, volume_bytes: int) -> tuple[PairTran
 
 def _meta(result: dict) -> dict:
     return {k: result.get(k) for k in ("started_at", "ended_at", "rc", "stderr", "timed_out")}
+
+
+def delivered_by(sink: dict, until: float) -> int:
+    """Bytes the receiver had read by `until` (its clock), to the resolution of its intervals."""
+    return sum(nbytes for conn in sink.get("connections") or [] for t, nbytes in conn.get("intervals") or [] if t <= until)

@@ -4,9 +4,10 @@ anything; a request outside the set, or with a field that fails its check, is re
 from __future__ import annotations
 
 import platform
+import subprocess
 import time
 
-from rig_node import facts, routing, sampling, sysctls, validate as v
+from rig_node import facts, routing, sampling, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
@@ -15,10 +16,13 @@ class Agent:
     def __init__(self) -> None:
         self.sampler: sampling.Sampler | None = None
         self.launches: dict[str, Launch] = {}
+        self.plan: routing.Plan | None = None  # the routing plan last applied
+        self.timeline: timeline.Timeline | None = None
         self.handlers = {
             "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
             "launch": self.launch, "wait": self.wait, "alive": self.alive, "stop": self.stop,
             "stop_strays": self.stop_strays, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
+            "timeline": self.start_timeline, "timeline_log": self.timeline_log,
         }
 
     def handle(self, req: object) -> dict:
@@ -37,7 +41,9 @@ class Agent:
     def paths(self, req: dict) -> dict:
         """Addresses, tables, rules, routes, MPTCP endpoints and limits, and node sysctls."""
         v.only(req, {"op", "plan"}, "paths")
-        routing.apply(routing.parse(v.need(req, "plan", "paths")))
+        plan = routing.parse(v.need(req, "plan", "paths"))
+        routing.apply(plan)
+        self.plan = plan
         return {}
 
     def sysctl(self, req: dict) -> dict:
@@ -116,6 +122,8 @@ class Agent:
         ss_hz = v.number(req.get("ss_hz", 0), "sample.ss_hz", 0, 100)
         if self.sampler:
             self.sampler.stop()
+        if self.timeline:
+            self.timeline.stop()
         self.sampler = sampling.Sampler(ifaces, hz, ss_hz)
         return {}
 
@@ -129,8 +137,54 @@ class Agent:
         v.only(req, {"op"}, "mib")
         return sampling.read_mib()
 
+    def start_timeline(self, req: dict) -> dict:
+        """A run's events on this node: interfaces of the routing plan going down or up, or
+        impaired, each at its time (replacing a timeline not yet collected)."""
+        v.only(req, {"op", "actions"}, "timeline")
+        actions = timeline.checked(v.need(req, "actions", "timeline"))
+        mine = {i.name for i in self.plan.interfaces} if self.plan else set()
+        for a in actions:  # only the radio interfaces the rig configured: never the management one
+            if a["iface"] not in mine:
+                raise Refused(f"timeline: {a['iface']} is not an interface of this node's routing plan")
+        if self.timeline:
+            self.timeline.stop()
+        self.timeline = timeline.Timeline(actions, self._act)
+        return {}
+
+    def _act(self, action: dict) -> None:
+        if action["action"] == "impair":
+            p = subprocess.run(timeline.netem_argv(action["iface"], action), capture_output=True, text=True, timeout=10)
+            if p.returncode != 0:
+                raise RuntimeError(p.stderr.strip())
+        elif action["action"] == "renew":
+            routing.renew_endpoint(self.plan, action["iface"])
+        elif action["state"] == "down":
+            routing.link_down(action["iface"])
+        else:
+            routing.link_up(self.plan, action["iface"])
+
+    def timeline_log(self, req: dict) -> dict:
+        """Stops the timeline (what has not happened is cancelled) and returns what it did."""
+        v.only(req, {"op"}, "timeline_log")
+        line, self.timeline = self.timeline, None
+        if line is None:
+            return {"events": []}
+        log = line.stop()
+        # The next run starts clean: interfaces taken down come back, impairments go.
+        done = {e["id"] for e in log}
+        for action in line.actions:
+            if action["id"] not in done:
+                continue
+            if action["action"] == "link":
+                routing.link_up(self.plan, action["iface"])
+            elif action["action"] == "impair":
+                subprocess.run(["tc", "qdisc", "del", "dev", action["iface"], "root"], capture_output=True, timeout=10)
+        return {"events": log}
+
     def shutdown(self) -> None:
         for launch in self.launches.values():
             launch.stop()
         if self.sampler:
             self.sampler.stop()
+        if self.timeline:
+            self.timeline.stop()

@@ -38,6 +38,7 @@ class Interface:
     unreachable_default: bool = False
     main_routes: tuple[str, ...] = ()
     endpoint: str = "none"
+    backup: bool = False  # the endpoint's subflows are MPTCP backup subflows (used when no other path is)
 
     @property
     def nexthop(self) -> list[str]:
@@ -55,7 +56,7 @@ class Plan:
 def _interface(d: object, where: str) -> Interface:
     d = v.mapping(d, where, 16)
     v.only(d, {"name", "up", "address", "prefixlen", "gateway", "table", "routes", "unreachable_default",
-               "main_routes", "endpoint"}, where)
+               "main_routes", "endpoint", "backup"}, where)
     name = v.ifname(v.need(d, "name", where), f"{where}.name")
     if not v.boolean(d.get("up", True), f"{where}.up"):  # its table, if given, is emptied
         return Interface(name, False, table=v.integer(d.get("table", 0), f"{where}.table", 0, TABLES[1]))
@@ -71,6 +72,7 @@ def _interface(d: object, where: str) -> Interface:
         main_routes=tuple(v.destination(r, f"{where}.main_routes")
                           for r in v.listed(d.get("main_routes", []), f"{where}.main_routes", 32)),
         endpoint=v.one_of(d.get("endpoint", "none"), f"{where}.endpoint", ENDPOINT_FLAGS),
+        backup=v.boolean(d.get("backup", False), f"{where}.backup"),
     )
 
 
@@ -165,12 +167,12 @@ def _up(i: Interface, endpoints: list[dict], rules: list[dict], ip: _Commands) -
     for dst in i.main_routes:
         ip.add("route", "replace", dst, *i.nexthop, "proto", PROTO)
     have = [e for e in endpoints if e.get("address") == i.address]
-    wanted = [] if i.endpoint == "none" else [i.endpoint]
-    if any(_flags(e) != wanted or e.get("dev") != i.name for e in have) or (wanted and not have):
+    wanted = [] if i.endpoint == "none" else sorted([i.endpoint, *(["backup"] if i.backup else [])])
+    if any(sorted(_flags(e)) != wanted or e.get("dev") != i.name for e in have) or (wanted and not have):
         for e in have:
             ip.remove("mptcp", "endpoint", "delete", "id", str(e["id"]))
         if wanted:
-            ip.add("mptcp", "endpoint", "add", i.address, "dev", i.name, i.endpoint)
+            ip.add("mptcp", "endpoint", "add", i.address, "dev", i.name, *wanted)
 
 
 def _forget_others(plan: Plan, endpoints: list[dict], rules: list[dict], ip: _Commands) -> None:
@@ -211,6 +213,32 @@ def apply(plan: Plan, only: str | None = None) -> None:
         if i.up:
             _up(i, endpoints, rules, ip)
     ip.add("mptcp", "limits", "set", "subflows", str(plan.subflows), "add_addr_accepted", str(plan.add_addr_accepted))
+    ip.run()
+
+
+def link_down(name: str) -> None:
+    """The interface loses its link, as a radio that lost its signal: the kernel drops the routes
+    through it; its address and MPTCP endpoint stay."""
+    _ip("link", "set", name, "down")
+
+
+def link_up(plan: Plan, name: str) -> None:
+    """The link is back: up again, with its routes (apply for just this interface)."""
+    _ip("link", "set", name, "up")
+    apply(plan, only=name)
+
+
+def renew_endpoint(plan: Plan, name: str) -> None:
+    """Deletes and adds again the interface's endpoint: a `subflow` one opens new subflows, a
+    `signal` one is announced again (after the peers dropped their subflows to it)."""
+    i = next((i for i in plan.interfaces if i.name == name and i.up and i.endpoint != "none"), None)
+    if i is None:
+        return
+    ip = _Commands()
+    for e in _endpoints():
+        if e.get("address") == i.address:
+            ip.remove("mptcp", "endpoint", "delete", "id", str(e["id"]))
+    ip.add("mptcp", "endpoint", "add", i.address, "dev", i.name, *sorted([i.endpoint, *(["backup"] if i.backup else [])]))
     ip.run()
 
 

@@ -1,0 +1,177 @@
+"""A run's events: the campaign's events on the run's clock, handed before T0 to whoever acts them
+out, and what became of each.
+
+On the emulated rig an event acts on the radio model's station link (a PipeChange the emulator
+applies at its time), and a path going down or up also acts on the sender's interface (the node
+agent's timeline: the link goes down, as a modem that lost its signal, and comes back with its
+routes). On the lab there is no radio model to change: the node agent acts out state changes, and
+impairments with tc netem on what the node sends.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from rig.campaign.model import Event
+from rig.emu.control import PipeChange
+from rig.emu.rig import station_tap
+from rig.emu.topology import Pair, Topology
+from rig.emu.traces import trace_path
+from rig.errors import InputError
+
+SCHEMA = pa.schema([("planned", pa.float64()), ("actual", pa.float64()), ("lateness_ms", pa.float64()),
+                    ("at_s", pa.float64()), ("event", pa.int32()), ("path", pa.string()), ("pair", pa.int32()),
+                    ("host", pa.string()), ("interface", pa.string()), ("what", pa.string()), ("values", pa.string()),
+                    ("where", pa.string()), ("error", pa.string())])
+
+
+@dataclass(frozen=True)
+class Planned:
+    """One event for one pair's sender, at unix time `at`."""
+
+    id: str
+    index: int  # the event's position in the campaign's list
+    event: Event
+    pair: Pair
+    at: float
+
+    @property
+    def iface(self) -> str:
+        return (self.pair.sender_wifi if self.event.path == "wifi" else self.pair.sender_lte).ifname
+
+    def values(self) -> dict:
+        e = self.event
+        return {k: v for k, v in e.model_dump(include={"state", "direction", "rate_bps", "delay_ms", "jitter_ms",
+                                                       "loss_pct", "trace"}).items() if v is not None}
+
+
+def check_for_lab(events: list[Event], source: str) -> None:
+    """What the lab's nodes cannot act out: a trace (no radio model to follow it), an impairment
+    of what a node receives (tc shapes what an interface sends)."""
+    for i, e in enumerate(events):
+        if e.trace is not None:
+            raise InputError(source, f"events[{i}].trace", "traces need the emulated rig's radio models")
+        if e.kind == "impairment" and e.direction != "up":
+            raise InputError(source, f"events[{i}].direction", "on the lab a node impairs only what it sends: use up")
+
+
+def plan(events: list[Event], topo: Topology, t0: float) -> list[Planned]:
+    return [Planned(uuid.uuid4().hex[:12], i, e, p, t0 + e.at_s)
+            for i, e in enumerate(events) for p in topo.pairs if e.pairs is None or p.index in e.pairs]
+
+
+def _pipe_change(item: Planned, tap: str) -> PipeChange:
+    e = item.event
+    if e.kind == "state":
+        return PipeChange(item.at, tap, "both", state=e.state)
+    if e.kind == "trace":
+        return PipeChange(item.at, tap, e.direction, trace=trace_path(e.trace))
+    return PipeChange(item.at, tap, e.direction, rate_bps=e.rate_bps,
+                      delay_s=None if e.delay_ms is None else e.delay_ms / 1e3,
+                      jitter_s=None if e.jitter_ms is None else e.jitter_ms / 1e3,
+                      loss=None if e.loss_pct is None else e.loss_pct / 100)
+
+
+RENEW_AFTER_S = 0.1  # the sender's routes are back before the announcement reaches it
+
+
+def _node_actions(item: Planned, emulated: bool) -> list[tuple[str, dict]]:
+    """(host, action) for the node agents. A path coming back up: the sender's interface (link,
+    routes), then the endpoint that makes the path manager open the path's subflow anew and drop
+    the one the outage stalled (TCP would resume that one only at its next, backed-off, timeout,
+    seconds to minutes later): for LTE the receiver announces its B address again, for WiFi the
+    sender renews its WiFi endpoint (the subflow to the receiver's A address)."""
+    e = item.event
+    if e.kind == "state":
+        out = [(item.pair.sender, {"id": item.id, "action": "link", "at": item.at, "iface": item.iface, "state": e.state})]
+        if e.state == "up":
+            host, iface = ((item.pair.receiver, item.pair.receiver_b.ifname) if e.path == "lte"
+                           else (item.pair.sender, item.pair.sender_wifi.ifname))
+            out.append((host, {"id": item.id, "action": "renew", "at": item.at + RENEW_AFTER_S, "iface": iface}))
+        return out
+    if e.kind == "impairment" and not emulated:
+        return [(item.pair.sender, {"id": item.id, "action": "impair", "at": item.at, "iface": item.iface,
+                                    **{k: getattr(e, k) for k in ("rate_bps", "delay_ms", "jitter_ms", "loss_pct")}})]
+    return []
+
+
+@dataclass
+class Scheduled:
+    items: list[Planned]
+    radio_ids: dict  # change id -> (network, Planned)
+    taps: dict  # network -> taps changed (restored after the run)
+    node_hosts: list  # hosts with a timeline
+
+
+def schedule(ctx, items: list[Planned]) -> Scheduled:
+    """Hands every event to the emulator and the senders' agents; returns before the first is due."""
+    emulated = bool(ctx.radios)
+    by_network: dict[str, list[tuple[Planned, PipeChange]]] = {}
+    if emulated:
+        for item in items:
+            network, tap = station_tap(ctx.radios, ctx.stations, item.pair.sender, item.iface, "the emulated rig")
+            by_network.setdefault(network, []).append((item, _pipe_change(item, tap)))
+    radio_ids = {}
+    for network, changes in by_network.items():
+        ids = ctx.radios[network].schedule([c for _, c in changes])
+        radio_ids.update({cid: (network, item) for cid, (item, _) in zip(ids, changes)})
+    actions: dict[str, list[dict]] = {}
+    for item in items:
+        for host, action in _node_actions(item, emulated):
+            actions.setdefault(host, []).append(action)
+    ctx.agents.each(list(actions), lambda a: a.request("timeline", actions=actions[a.host]))
+    taps = {n: {c.tap for _, c in changes} for n, changes in by_network.items()}
+    return Scheduled(items, radio_ids, taps, list(actions))
+
+
+def _row(item: Planned, planned: float, actual: float | None, where: str, error: str | None = None,
+         host: str | None = None, iface: str | None = None, what: str | None = None) -> dict:
+    return {"planned": planned, "actual": actual, "lateness_ms": None if actual is None else round((actual - planned) * 1e3, 3),
+            "at_s": item.event.at_s, "event": item.index, "path": item.event.path, "pair": item.pair.index,
+            "host": host or item.pair.sender, "interface": iface or item.iface, "what": what or item.event.kind,
+            "values": json.dumps(item.values(), sort_keys=True), "where": where, "error": error}
+
+
+def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
+    """What became of each event (one row per place it acted: radio, node); an event due after
+    the run ended has a row with no actual time. Then every changed link is restored for the next
+    run: the radio's station links to what the block set, the nodes' interfaces by their agents."""
+    rows = []
+    applied = {}
+    for network in scheduled.taps:
+        applied.update({c.id: c for c in ctx.radios[network].applied(t0 - 1, float("inf"))})
+    for cid, (network, item) in scheduled.radio_ids.items():
+        c = applied.get(cid)
+        rows.append(_row(item, item.at, c.actual if c else None, "radio"))
+    logs = ctx.agents.each(scheduled.node_hosts, lambda a: a.request("timeline_log")["events"])
+    by_id = {(host, e["id"]): e for host, entries in logs.items() for e in entries}
+    for item in scheduled.items:
+        for host, action in _node_actions(item, bool(ctx.radios)):
+            e = by_id.get((host, item.id))
+            rows.append(_row(item, action["at"], e["actual"] if e else None, "node", e.get("error") if e else None,
+                             host, action["iface"], action["action"] if action["action"] == "renew" else None))
+    _restore_radios(ctx, scheduled)
+    return sorted(rows, key=lambda r: (r["planned"], r["pair"], r["where"]))
+
+
+def _restore_radios(ctx, scheduled: Scheduled) -> None:
+    """The changed station links back to what the block configured (ctx.hops), at once."""
+    for network, taps in scheduled.taps.items():
+        changes = []
+        for tap in sorted(taps):
+            host, iface = ctx.stations[tap]
+            for hop in ctx.hops:
+                if (hop["host"], hop["interface"]) == (host, iface):
+                    changes.append(PipeChange(0.0, tap, hop["direction"], rate_bps=hop["rate_bps"],
+                                              delay_s=hop["delay_ms"] / 1e3, jitter_s=hop["jitter_ms"] / 1e3,
+                                              loss=hop["loss_pct"] / 100, state="up"))
+        if changes:
+            ctx.radios[network].schedule(changes)
+
+
+def table(rows: list[dict]) -> pa.Table:
+    return pa.Table.from_pylist(rows, schema=SCHEMA)
