@@ -129,3 +129,58 @@ def test_a_backup_path_carries_nothing_while_the_other_works(emulator, rig_prefi
     assert backup["bytes_lte"] < 0.01 * (backup["bytes_lte"] + backup["bytes_wifi"])
     assert plain["bytes_lte"] > 10 * backup["bytes_lte"], (plain, backup)
     assert "backup" in endpoints  # the node's LTE endpoint carries the flag
+
+
+@pytest.mark.emulated
+def test_a_fixed_initial_ssthresh_reaches_every_subflow_of_the_senders(emulator, rig_prefix):
+    from rig import congestion
+
+    congestion.ensure_registered(["lia"])
+    text = "name: ss\nsetups: [II]\npairs: 1\nfactors: {cc: [lia], volume: [2MB]}\ntcp: {initial_ssthresh: 23}\n"
+    campaign = parse_campaign(text, "ss.yaml")
+    with one_pair_rig(rig_prefix) as ctx:
+        ctx.tcp = campaign.tcp
+        record = execute_run(ctx, expand(campaign).runs[0])
+    assert record.status != "failed", record.reason
+    rows = record.timeseries["transfer_subflows"].to_pylist()
+    first = {}
+    for r in sorted(rows, key=lambda r: r["time"]):
+        first.setdefault((r["local"], r["remote"]), r["ssthresh"])
+    assert len(first) == 2 and set(first.values()) == {23}, first  # both subflows, WiFi and LTE
+
+
+def test_the_agent_acts_out_events_only_on_its_routing_plans_interfaces():
+    import sys
+    import time
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes" / "agent"))
+    from rig_node.ops import Agent
+    from rig_node.timeline import netem_available
+    from rig_node.validate import Refused
+
+    agent = Agent()  # no plan applied: no interface is the rig's, so nothing may be acted on
+    link = {"id": "e1", "action": "link", "at": time.time() + 5, "iface": "eth0", "state": "down"}
+    with pytest.raises(Refused, match="eth0 is not an interface of this node's routing plan"):
+        agent.handle({"op": "timeline", "actions": [link]})
+    with pytest.raises(Refused, match=r"timeline.actions\[0\].state"):
+        agent.handle({"op": "timeline", "actions": [{**link, "state": "sideways"}]})
+    with pytest.raises(Refused, match=r"timeline.actions\[0\]"):
+        agent.handle({"op": "timeline", "actions": [{**link, "command": "reboot"}]})
+    impair = {"id": "e2", "action": "impair", "at": time.time() + 5, "iface": "wlan0", "loss_pct": 1}
+    if not netem_available():  # this machine's kernel: the lab's nodes would say the same
+        with pytest.raises(Refused, match="impairments need the netem qdisc"):
+            agent.handle({"op": "timeline", "actions": [impair]})
+    assert agent.handle({"op": "timeline_log"}) == {"events": []}
+
+
+def test_a_lab_impairment_is_one_netem_qdisc_on_what_the_node_sends():
+    import sys
+    from pathlib import Path
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes" / "agent"))
+    from rig_node.timeline import netem_argv
+
+    assert netem_argv("wlan0", {"delay_ms": 10, "jitter_ms": 2, "loss_pct": 1.5, "rate_bps": 2e6}) == [
+        "tc", "qdisc", "replace", "dev", "wlan0", "root", "netem", "delay", "10ms", "2ms", "loss", "1.5%", "rate", "2000000bit"]
+    assert netem_argv("lte0", {"loss_pct": 0}) == ["tc", "qdisc", "replace", "dev", "lte0", "root", "netem", "loss", "0%"]

@@ -267,8 +267,16 @@ def parse_campaign(text: str, source: str) -> Campaign:
 
 
 def check_events(campaign: Campaign, source: str) -> None:
-    """What the event model cannot check alone: pair indices in range, traces that parse."""
+    """What the models cannot check alone: pair indices in range, traces that parse, a fixed
+    initial ssthresh only with congestion controls that honour it."""
+    from rig.congestion.kernel import RIG_CCS
     from rig.emu.traces import load_trace, trace_path
+
+    if campaign.tcp.initial_ssthresh is not None:
+        other = [cc for cc in campaign.factors.cc if cc not in RIG_CCS]
+        if other:
+            raise InputError(source, "tcp.initial_ssthresh", f"{other[0]} does not honour it (the rig's "
+                             f"{', '.join(RIG_CCS)} do: docs/congestion-control.md)")
 
     for i, event in enumerate(campaign.events):
         bad = [n for n in event.pairs or [] if not 1 <= n <= campaign.pairs]

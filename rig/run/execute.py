@@ -97,6 +97,10 @@ def configure(ctx: RunContext, run: Run) -> None:
     ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup,
                                                                             ctx.tcp.no_metrics_save)))
     ctx.agents.each(receivers, lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
+    # The rig's BPF CCs start connections at this ssthresh (0: the kernel's default)
+    ssthresh = ctx.tcp.initial_ssthresh or 0
+    if ssthresh or any(op == "cc_params" for _, op in ctx.applied):
+        ctx.agents.each(senders, lambda a: ctx.apply(a, "cc_params", initial_ssthresh=ssthresh))
 
 
 def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:

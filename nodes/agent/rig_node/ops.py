@@ -7,7 +7,7 @@ import platform
 import subprocess
 import time
 
-from rig_node import facts, routing, sampling, sysctls, timeline, validate as v
+from rig_node import ccparams, facts, routing, sampling, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
@@ -22,7 +22,7 @@ class Agent:
             "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
             "launch": self.launch, "wait": self.wait, "alive": self.alive, "stop": self.stop,
             "stop_strays": self.stop_strays, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
-            "timeline": self.start_timeline, "timeline_log": self.timeline_log,
+            "timeline": self.start_timeline, "timeline_log": self.timeline_log, "cc_params": ccparams.request,
         }
 
     def handle(self, req: object) -> dict:
