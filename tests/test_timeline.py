@@ -184,3 +184,33 @@ def test_a_lab_impairment_is_one_netem_qdisc_on_what_the_node_sends():
     assert netem_argv("wlan0", {"delay_ms": 10, "jitter_ms": 2, "loss_pct": 1.5, "rate_bps": 2e6}) == [
         "tc", "qdisc", "replace", "dev", "wlan0", "root", "netem", "delay", "10ms", "2ms", "loss", "1.5%", "rate", "2000000bit"]
     assert netem_argv("lte0", {"loss_pct": 0}) == ["tc", "qdisc", "replace", "dev", "lte0", "root", "netem", "loss", "0%"]
+
+
+@pytest.mark.emulated
+def test_a_loss_step_makes_the_loss_aware_policy_switch_the_path_to_backup(emulator, rig_prefix):
+    text = """
+name: la
+setups: [II]
+pairs: 1
+factors: {duration: [9s], policy: [loss-aware]}
+events:
+  - {at_s: 4, path: wifi, loss_pct: 15, direction: up}
+loss_aware: {threshold_pct: {wifi: 5, lte: 5}, window_s: 1.0}
+"""
+    campaign = parse_campaign(text, "la.yaml")
+    with one_pair_rig(rig_prefix) as ctx:
+        ctx.events, ctx.loss_aware = campaign.events, campaign.loss_aware
+        record = execute_run(ctx, expand(campaign).runs[0])
+        endpoints = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "mptcp", "endpoint", "show"],
+                                   capture_output=True, text=True).stdout
+    assert record.status != "failed", record.reason
+    t0 = _t0(record)
+    switches = record.timeseries["switches"].to_pylist()
+    to_backup = [s for s in switches if s["action"] == "backup"]
+    assert to_backup and to_backup[0]["path"] == "wifi", switches
+    first = to_backup[0]
+    assert first["time"] > t0 + 4 and first["loss"] >= 0.05, (first, t0)  # after the step, with the loss it saw
+    wifi, lte = per_second(record, "wifi", t0), per_second(record, "lte", t0)
+    after = range(int(first["time"] - t0) + 2, 9)
+    assert sum(lte.get(s, 0) for s in after) > 2 * sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
+    assert "backup" not in endpoints  # the sender restored its paths when the transfer ended
