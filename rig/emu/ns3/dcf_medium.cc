@@ -76,9 +76,10 @@ DcfMedium::Enqueue(int from, int to, Frame frame)
     else if (TxTimeNs(node) < now)
     {
         // Its (post-)backoff ran out while it had nothing to send and the medium has been idle
-        // for AIFS since: it sends at once.
+        // for AIFS since: it may send at once. ns-3's non-QoS DCF (a/g) senses the medium for a
+        // DIFS from the frame's arrival first; its EDCA (n/ac) sends at once (calibrated).
         node.backoff = 0;
-        node.countFromNs = now;
+        node.countFromNs = m_phy.qos ? now : now + Ns(m_phy.AifsUs());
     }
     ScheduleAccess();
     return true;
@@ -203,6 +204,7 @@ DcfMedium::Access()
     std::vector<int> senders;
     double longestUs = 0;  // of the colliding transmissions
     double exchangeUs = 0; // of a lone sender's whole exchange
+    double dataEndUs = 0;  // when its data PPDU ends
     for (size_t i = 0; i < m_nodes.size(); ++i)
     {
         Node& node = m_nodes[i];
@@ -224,6 +226,7 @@ DcfMedium::Access()
         {
             exchangeUs += m_phy.RtsUs() + m_phy.sifsUs + m_phy.CtsUs() + m_phy.sifsUs;
         }
+        dataEndUs = exchangeUs;
         if (needsAck)
         {
             exchangeUs += m_phy.sifsUs + (node.sendingCount > 1 ? m_phy.BlockAckUs() : m_phy.AckUs());
@@ -247,7 +250,36 @@ DcfMedium::Access()
     int64_t duration = Ns(collided ? longestUs : exchangeUs);
     m_busy = true;
     m_busyNs += duration;
+    if (!collided) // the receiver has the frames when the data PPDU ends, before its ACK
+    {
+        ns3::Simulator::Schedule(ns3::NanoSeconds(Ns(dataEndUs)), &DcfMedium::Deliver, this, senders[0]);
+    }
     ns3::Simulator::Schedule(ns3::NanoSeconds(duration), &DcfMedium::EndExchange, this, senders, collided);
+}
+
+void
+DcfMedium::Deliver(int sender)
+{
+    Node& node = m_nodes[sender];
+    std::deque<Item>& q = node.queues[node.sending];
+    bool group = sender == kAp && node.sending == 0;
+    int to = sender == kAp ? (group ? -1 : node.sending) : kAp;
+    std::vector<Frame> frames;
+    for (size_t i = 0; i < node.sendingCount; ++i)
+    {
+        node.counters.txFrames++;
+        node.counters.txBytes += q.front().frame.packet->GetSize();
+        frames.push_back(std::move(q.front().frame));
+        q.pop_front();
+        node.queued--;
+    }
+    node.counters.exchanges++;
+    node.sending = -1;
+    node.sendingCount = 0;
+    for (Frame& frame : frames)
+    {
+        m_deliver(sender, to, std::move(frame));
+    }
 }
 
 void
@@ -259,23 +291,12 @@ DcfMedium::EndExchange(std::vector<int> senders, bool collided)
     {
         node.countFromNs = end + Ns(m_phy.AifsUs());
     }
-    std::vector<std::pair<int, Frame>> delivered;
     for (int s : senders)
     {
         Node& node = m_nodes[s];
         bool group = s == kAp && node.sending == 0;
-        if (!collided)
+        if (!collided) // delivered already, at the end of its data PPDU
         {
-            std::deque<Item>& q = node.queues[node.sending];
-            int to = s == kAp ? (group ? -1 : node.sending) : kAp;
-            for (size_t i = 0; i < node.sendingCount; ++i)
-            {
-                node.counters.txFrames++;
-                node.counters.txBytes += q[i].frame.packet->GetSize();
-                delivered.emplace_back(to, std::move(q[i].frame));
-            }
-            node.counters.exchanges++;
-            DropHead(node);
             node.retries = 0;
             node.cw = m_phy.cwMin;
         }
@@ -304,10 +325,6 @@ DcfMedium::EndExchange(std::vector<int> senders, bool collided)
             }
         }
         DrawBackoff(node); // the next frame's backoff, or post-backoff if the queue is empty
-    }
-    for (auto& [to, frame] : delivered)
-    {
-        m_deliver(senders[0], to, std::move(frame));
     }
     ScheduleAccess();
 }

@@ -85,6 +85,7 @@ class DcfMedium
     void DrawBackoff(Node& node);
     void ScheduleAccess();
     void Access();
+    void Deliver(int sender); // a lone sender's frames reached their receiver
     void EndExchange(std::vector<int> senders, bool collided);
     // Picks the queue and the frames of the node's next PPDU; returns its air time (us) or 0
     // when nothing is left to send (expired frames are dropped here).
