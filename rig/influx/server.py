@@ -25,6 +25,10 @@ from rig.errors import RigError
 DEFAULT_STATE_DIR = Path("/var/lib/rig/influxdb")
 DEFAULT_PORT = 8086
 DEFAULT_DB = "rig"
+# Go's garbage collector took ~15 % of influxd's CPU during ingest at the default GOGC=100; at
+# 200 it runs half as often (influxd ~7-10 % less CPU per point, ~40 % more peak memory).
+# A GOGC in the environment wins.
+GOGC = "200"
 
 CONFIG_TEMPLATE = """\
 # Written by `rig influx start`; rewritten on every start.
@@ -134,6 +138,7 @@ def start(server: Server, db: str = DEFAULT_DB, timeout_s: float = 30.0) -> int:
         with open(server.log_file, "ab") as log:
             proc = subprocess.Popen([binary, "-config", str(config), "-pidfile", str(server.pid_file)],
                                     stdin=subprocess.DEVNULL, stdout=log, stderr=log,
+                                    env={"GOGC": GOGC, **os.environ},
                                     start_new_session=True)  # outlives this command
         pid = proc.pid
         deadline = time.monotonic() + timeout_s
