@@ -88,3 +88,21 @@ def test_harq_retransmissions_at_the_target_bler_are_counted(emulator_built, net
     assert 0.1 * grants < retx < 0.35 * grants, (grants, retx)
     assert sum(r["ul_harq_failed"] for r in rows) <= 0.01 * grants  # retransmissions fail at BLER / 10
     assert goodput > 0.5 * PROFILE.emulation.rate_bps * TCP_PAYLOAD_SHARE
+
+
+def test_per_ue_sinr_and_sinr_trace_set_the_mcs(emulator_built, netns, procs, tmp_path):
+    from rig.emu.radio import LteTtiUe
+
+    # ltt0 at 8 dB all along (MCS 8); ltt1 at the cell's 18.8 dB (MCS 20), 8 dB from 4 s on.
+    ues = {"ltt0": LteTtiUe(ul_sinr_db=8.0), "ltt1": LteTtiUe(ul_sinr_trace=((0.0, 18.8), (4.0, 8.0)))}
+    radio, gw, nodes = star(cell_spec(2, ues=ues), netns, tmp_path)
+    with radio:
+        import time
+
+        t0 = time.time()
+        low, traced = goodputs_bps(gw, nodes, procs, seconds=6)
+        rows = busy_rows(radio, t0, time.time())
+    by_station = {tap: [r["ul_mcs"] for r in rows if r["station"] == tap] for tap in ("ltt0", "ltt1")}
+    assert by_station["ltt0"] and all(m == 8 for m in by_station["ltt0"]), by_station
+    assert 20 in by_station["ltt1"] and 8 in by_station["ltt1"], by_station
+    assert low < traced, (low, traced)

@@ -99,6 +99,7 @@ class LteTtiCell:
     prb: int  # as radio-configs/lte/*.yaml
     scheduler: str = "pf"  # downlink: rr | pf
     ul_scheduler: str = "rr"
+    pf_whole_band: bool = True  # pf: the TTI's best UE takes every free PRB (ns-3's PF); False: what it needs
     ul_sinr_db: float = 18.8  # MCS 20 (kind lte's single-UE uplink)
     dl_sinr_db: float = 25.0  # MCS 28
     target_bler: float = 0.0  # first transmissions that fail (HARQ retransmits 8 ms later)

@@ -106,6 +106,11 @@ LteTtiConfig::From(const Json& cell)
     c.srPeriodTtis = std::max(1, static_cast<int>(cell.Num("sr_period_ms", c.srPeriodTtis)));
     c.srToBsrTtis = static_cast<int>(cell.Num("sr_to_bsr_ms", c.srToBsrTtis));
     c.minUlPrb = static_cast<int>(cell.Num("min_ul_prb", c.minUlPrb));
+    if (cell.Has("pf_whole_band"))
+    {
+        const Json& v = cell.At("pf_whole_band");
+        c.pfWholeBand = v.type == Json::Type::Bool ? v.boolean : v.number != 0;
+    }
     c.rlcBufferBytes = static_cast<uint32_t>(cell.Num("rlc_buffer_bytes", c.rlcBufferBytes));
     c.processingDelayS = cell.Num("processing_delay_s", c.processingDelayS);
     return c;
@@ -397,7 +402,8 @@ LteTtiCell::Allocate(const std::string& kind,
             {
                 break;
             }
-            given[k] = std::min(wanted[k], left);
+            // ns-3's PF gives every RBG to the best UE of the TTI, whatever it needs.
+            given[k] = m_config.pfWholeBand ? left : std::min(wanted[k], left);
             left -= given[k];
         }
     }

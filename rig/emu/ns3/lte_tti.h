@@ -39,6 +39,7 @@ struct LteTtiConfig
     int srPeriodTtis = 1;           // scheduling request opportunities
     int srToBsrTtis = 7;            // SR sent -> the eNodeB knows the UE's buffer
     int minUlPrb = 3;               // smallest uplink grant of a shared TTI
+    bool pfWholeBand = true;        // pf: the best UE of a TTI takes every free PRB (as ns-3's PF)
     uint32_t rlcBufferBytes = 256 * 1024; // per UE and direction (RLC UM transmission buffer)
     double processingDelayS = 0.0;  // decoding + core network, after the TTI that carried it
 
