@@ -30,9 +30,10 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       MPTCP connection that fell back to TCP (the receiver does not speak MPTCP) has no final
       sample: once closed, its socket no longer has the subflow's counters.
       --loss-aware: the loss-aware path policy (rig_node.pathpolicy, which documents its rules)
-      on these samples: a local address whose loss (retransmitted / sent bytes) over the last W
-      seconds (default 1) reaches its FRACTION is made a backup MPTCP endpoint, and restored when
-      a window with enough data shows less, or after H seconds (default 10 W). Each switch is in
+      on these samples: a local address whose loss (retransmitted / sent bytes, each subflow from
+      the end of its slow start on) over the last W seconds (default 1; longer while that holds
+      too little data for FRACTION) reaches its FRACTION is made a backup MPTCP endpoint, and
+      restored when a measure shows less, or after H seconds (default 10 W). Each switch is in
       "switches" (t unix s; loss the fraction that decided, null for a restore without a measure;
       "error" when `ip` failed, which also fails the run). Every path it made backup is restored
       before the program ends, also when it is stopped with SIGTERM.
@@ -179,7 +180,8 @@ class Sampler:
         while not self._stop.wait(max(0.0, self.start + k * self.period_s - time.time())):
             t = time.time()
             samples = [pathpolicy.Sample((c.index, f.local, f.remote), f.local.rsplit(":", 1)[0], f.bytes_sent,
-                                         f.bytes_retrans, f.bytes_acked, f.state == mptcp_info.TCP_ESTABLISHED)
+                                         f.bytes_retrans, f.bytes_acked, f.state == mptcp_info.TCP_ESTABLISHED,
+                                         f.snd_ssthresh != mptcp_info.INFINITE_SSTHRESH)
                        for c in self.conns for f in c.sample()]
             if self.policy is not None and self.error is None:
                 self._apply(self.policy.observe(t, samples))
