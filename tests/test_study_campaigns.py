@@ -1,5 +1,6 @@
 """The studies' campaign files (docs/studies.md): each one validates and plans, and each
-emulated-scale twin runs the same conditions as its lab file, only fewer or shorter runs."""
+emulated-scale twin runs the same conditions as its lab file, only fewer or shorter runs, and
+the lab files use no events the lab cannot act out."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import pytest
 
 from rig.campaign.model import load_campaign
 from rig.campaign.plan import expand
+from rig.run.timeline import check_for_lab
 
 CAMPAIGNS = Path(__file__).resolve().parents[1] / "campaigns"
 STUDY_FILES = sorted(p for s in ("000", "001", "003", "004") for p in CAMPAIGNS.glob(f"seed{s}-*.yaml"))
@@ -24,6 +26,8 @@ def test_every_study_has_its_campaigns():
 def test_campaign_validates_and_plans(path):
     campaign = load_campaign(path)
     assert campaign.name == path.stem
+    if path in LAB_FILES:
+        check_for_lab(campaign.events, str(path))
     plan = expand(campaign)
     assert plan.runs and len({r.run_id for r in plan.runs}) == len(plan.runs)
 
