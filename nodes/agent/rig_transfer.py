@@ -178,14 +178,21 @@ class Sampler:
             return
         k = 1
         while not self._stop.wait(max(0.0, self.start + k * self.period_s - time.time())):
-            t = time.time()
-            samples = [pathpolicy.Sample((c.index, f.local, f.remote), f.local.rsplit(":", 1)[0], f.bytes_sent,
-                                         f.bytes_retrans, f.bytes_acked, f.state == mptcp_info.TCP_ESTABLISHED,
-                                         f.snd_ssthresh != mptcp_info.INFINITE_SSTHRESH)
-                       for c in self.conns for f in c.sample()]
-            if self.policy is not None and self.error is None:
-                self._apply(self.policy.observe(t, samples))
+            try:
+                self._round()
+            except Exception as e:  # a bug here must show in the report, not end sampling silently
+                self.error = self.error or f"sampler: {type(e).__name__}: {e}"
+                return
             k = max(k + 1, int((time.time() - self.start) / self.period_s) + 1)
+
+    def _round(self) -> None:
+        t = time.time()
+        samples = [pathpolicy.Sample((c.index, f.local, f.remote), f.local.rsplit(":", 1)[0], f.bytes_sent,
+                                     f.bytes_retrans, f.bytes_acked, f.state == mptcp_info.TCP_ESTABLISHED,
+                                     f.snd_ssthresh != mptcp_info.INFINITE_SSTHRESH)
+                   for c in self.conns for f in c.sample()]
+        if self.policy is not None and self.error is None:
+            self._apply(self.policy.observe(t, samples))
 
     def _apply(self, switches: list[pathpolicy.Switch]) -> None:
         for sw in switches:
