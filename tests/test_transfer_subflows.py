@@ -4,8 +4,10 @@ The policy's decisions are checked on synthetic samples (pure, no root). The rea
 in namespaces this test creates (and deletes, also on failure): a client and a server joined by
 two veth paths, MPTCP endpoints as the rig sets a dual-homed sender and its receiver (client:
 both addresses `subflow`, each pinned to one server address by its own table; server: the second
-address `signal`), so each connection has exactly two subflows. Path 2 can drop a fraction of
-its data packets (nodes/bpf/random_loss.bpf.c at the server's ingress; there is no netem here).
+address `signal`), so each connection carries data on exactly two subflows (the client's path-2
+endpoint also tries the server's path-1 address on its own link, where no one answers its ARP:
+that subflow never sends and the report leaves it out). Path 2 can drop a fraction of its data
+packets (nodes/bpf/random_loss.bpf.c at the server's ingress; there is no netem here).
 """
 
 from __future__ import annotations
