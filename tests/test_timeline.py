@@ -192,10 +192,10 @@ def test_a_loss_step_makes_the_loss_aware_policy_switch_the_path_to_backup(emula
 name: la
 setups: [II]
 pairs: 1
-factors: {duration: [9s], policy: [loss-aware]}
+factors: {duration: [12s], policy: [loss-aware]}
 events:
-  - {at_s: 4, path: wifi, loss_pct: 15, direction: up}
-loss_aware: {threshold_pct: {wifi: 5, lte: 5}, window_s: 1.0}
+  - {at_s: 4, path: wifi, loss_pct: 30, direction: up}
+loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow start's overshoot
 """
     campaign = parse_campaign(text, "la.yaml")
     with one_pair_rig(rig_prefix) as ctx:
@@ -209,8 +209,10 @@ loss_aware: {threshold_pct: {wifi: 5, lte: 5}, window_s: 1.0}
     to_backup = [s for s in switches if s["action"] == "backup"]
     assert to_backup and to_backup[0]["path"] == "wifi", switches
     first = to_backup[0]
-    assert first["time"] > t0 + 4 and first["loss"] >= 0.05, (first, t0)  # after the step, with the loss it saw
+    assert first["time"] > t0 + 4 and first["loss"] >= 0.12, (first, t0)  # after the step, with the loss it saw
     wifi, lte = per_second(record, "wifi", t0), per_second(record, "lte", t0)
-    after = range(int(first["time"] - t0) + 2, 9)
-    assert sum(lte.get(s, 0) for s in after) > 2 * sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
+    # from then on LTE carries more (the data the lossy WiFi subflow still holds is delivered first:
+    # until then the receive window can hold LTE back)
+    after = range(int(first["time"] - t0) + 2, 12)
+    assert sum(lte.get(s, 0) for s in after) > sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
     assert "backup" not in endpoints  # the sender restored its paths when the transfer ended

@@ -68,12 +68,15 @@ def iso(t: float) -> str:
 
 
 def start_sinks(ctx: RunContext, run: Run) -> None:
-    """A fresh transfer sink on each receiver, listening before any sender starts."""
+    """A fresh transfer sink on each receiver (wait_listening: until each listens)."""
     receivers = [p.receiver for p in ctx.topo.pairs]
     args = transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp)
     ctx.agents.each(receivers, lambda a: a.request("launch", key=transfers.SINK_KEY, program="transfer", args=args, at=None))
+
+
+def wait_listening(ctx: RunContext) -> None:
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
-    pending = set(receivers)
+    pending = {p.receiver for p in ctx.topo.pairs}
     while pending and time.monotonic() < deadline:
         up = ctx.agents.each(sorted(pending), lambda a: a.request("listening", port=transfers.PORT)["listening"])
         pending = {h for h, ok in up.items() if not ok}
@@ -91,12 +94,17 @@ def tx_delta(rows: list, ifname: str) -> int:
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
 
 
-def configure(ctx: RunContext, run: Run) -> None:
-    """Each sender's routing for the run's homing, each receiver's buffer (only what changed)."""
-    senders, receivers = [p.sender for p in ctx.topo.pairs], [p.receiver for p in ctx.topo.pairs]
+def configure_receivers(ctx: RunContext, run: Run) -> None:
+    """Each receiver's buffer (before its sink's socket exists: a listener keeps what it started with)."""
+    ctx.agents.each([p.receiver for p in ctx.topo.pairs],
+                    lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
+
+
+def configure_senders(ctx: RunContext, run: Run) -> None:
+    """Each sender's routing for the run's homing and backup path (only what changed)."""
+    senders = [p.sender for p in ctx.topo.pairs]
     ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup,
                                                                             ctx.tcp.no_metrics_save)))
-    ctx.agents.each(receivers, lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
     # The rig's BPF CCs start connections at this ssthresh (0: the kernel's default)
     ssthresh = ctx.tcp.initial_ssthresh or 0
     if ssthresh or any(op == "cc_params" for _, op in ctx.applied):
@@ -114,13 +122,13 @@ def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
 
 
 def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]:
-    """Sinks, sampling, the run's events, then every source to start at T0; returns T0 and the
-    events as scheduled."""
-    start_sinks(ctx, run)
+    """Sampling, the sinks listening, the run's events, then every source to start at T0; returns
+    T0 and the events as scheduled."""
     topo, hz = ctx.topo, ctx.limits.sample_hz
     senders = {p.sender: p for p in topo.pairs}
     ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz,
                                                     ss_hz=ctx.limits.subflow_hz if a.host in senders else 0))
+    wait_listening(ctx)
     began = time.monotonic()
     t0 = time.time() + ctx.start_lead_s()
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
@@ -152,7 +160,9 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    configure(ctx, run)
+    configure_receivers(ctx, run)
+    start_sinks(ctx, run)  # their start-up overlaps the senders' configuration
+    configure_senders(ctx, run)
     marks.append(("configure", time.monotonic()))
     mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
     # Senders and receivers time a transfer on their own clocks: their offsets bound the FCT's error.
