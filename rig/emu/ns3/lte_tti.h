@@ -55,6 +55,8 @@ struct LteTtiUeRadio
     std::vector<std::pair<double, double>> dlTrace;
 
     static LteTtiUeRadio From(const Json& station, const Json& cell);
+
+    double SinrDb(bool up, double nowS) const; // the trace's step at nowS, else the constant
 };
 
 struct LteTtiCounters
