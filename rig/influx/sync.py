@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from rig.errors import InputError, RigError
-from rig.influx.sink import MAX_BODY_BYTES, EncodedRun, Sink, SinkError, campaign_summary_rows, pieces, sink_from_env
+from rig.influx.sink import MAX_BODY_BYTES, EncodedRun, Sink, SinkError, SummaryRows, pieces, sink_from_env
 
 
 @dataclass
@@ -46,7 +46,7 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
         raise RigError("no InfluxDB configured: set RIG_INFLUX_URL or write ~/.config/rig/influx.toml")
     result = SyncResult()
     dirs = run_dirs(campaign_dir)
-    rows = campaign_summary_rows(campaign_dir)
+    rows = SummaryRows(campaign_dir)
     finished = [d for d in dirs if (d / "status.json").is_file()]
     result.unfinished = [d.name for d in dirs if d not in set(finished)]
     to_write = [d for d in finished if not sink.is_written(d)]
@@ -55,7 +55,7 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
         def encoded_runs() -> Iterator[EncodedRun]:
             ahead = None
             for run_dir in to_write:
-                following = encoder.submit(sink.encode_run, run_dir, rows.get(run_dir.name, []))
+                following = encoder.submit(sink.encode_run, run_dir, rows.get(run_dir.name))
                 if ahead is not None:
                     yield ahead.result()
                 ahead = following
