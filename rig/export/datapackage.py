@@ -26,8 +26,22 @@ DESCRIPTIONS = {
     "sender": "sending host",
     "receiver": "receiving host",
     "started_at": "the sender's start of the transfer (UTC, the sender's clock)",
-    "duration_s": "flow completion time of the pair (= fct_s), seconds",
-    "goodput_bps": "volume x 8 / flow completion time, bit/s (only for a complete transfer)",
+    "duration_s": "volume runs: flow completion time of the pair (= fct_s); time-based runs: the configured duration, seconds",
+    "goodput_bps": "volume runs: volume x 8 / flow completion time; time-based runs: bytes read within the duration x 8 / "
+                   "duration, bit/s (only for a complete transfer)",
+    "backup": "the path whose MPTCP endpoint was flagged backup at the start: none, wifi or lte",
+    "policy": "the node-side path policy: none or loss-aware",
+    "bytes_acked": "cumulative bytes the subflow's peer acknowledged",
+    "bytes_retrans": "cumulative bytes the subflow retransmitted",
+    "ssthresh": "slow-start threshold, segments (2147483647: not set yet)",
+    "connection": "index of the pair's connection",
+    "planned": "when the event was due, Unix seconds (T0 + at_s; the controller's clock)",
+    "actual": "when it took effect, Unix seconds (empty: the run ended first)",
+    "lateness_ms": "actual - planned, ms",
+    "at_s": "the event's time after T0 in the campaign, seconds",
+    "where": "where the event acted: radio (the emulator's link) or node (the node agent)",
+    "loss": "the path's loss (retransmitted / sent bytes) over the policy's window when it switched",
+    "action": "what the loss-aware policy did: backup or restore",
     "fct_s": "flow completion time: the receiver's last byte read - the sender's start, seconds",
     "first_byte_at": "when the receiver read the pair's first byte (the receiver's clock)",
     "last_byte_at": "when the receiver read the pair's last byte (the receiver's clock)",
@@ -80,8 +94,9 @@ def table_schema(name: str, schema: pa.Schema) -> dict:
     fields = []
     for f in schema:
         field = {"name": f.name, "type": field_type(f.type)}
-        if f.name in DESCRIPTIONS:
-            field["description"] = DESCRIPTIONS[f.name]
+        own = (f.metadata or {}).get(b"description")  # a table that describes its own columns wins
+        if own or f.name in DESCRIPTIONS:
+            field["description"] = own.decode() if own else DESCRIPTIONS[f.name]
         fields.append(field)
     out: dict = {"fields": fields}
     if name in PRIMARY_KEYS and all(k in schema.names for k in PRIMARY_KEYS[name]):
