@@ -38,16 +38,19 @@ def unix_time(value: object) -> float | None:
 
 
 def run_t0(runs: list[dict], events: list[dict] = ()) -> dict[str, float]:
-    """run_id -> T0: from the run's events (planned - at_s) if it has any, else its pairs' earliest start."""
+    """run_id -> T0: from the run's events (the earliest planned - at_s) if it has any, else its
+    pairs' earliest start."""
     t0: dict[str, float] = {}
     for r in runs:
         start = unix_time(r.get("started_at"))
         if start is not None:
             t0[r["run_id"]] = min(start, t0.get(r["run_id"], start))
-    for e in events:  # the runner's planned times are on T0's clock exactly
+    from_events: dict[str, float] = {}
+    for e in events:  # planned = T0 + at_s; follow-up actions (an `up`'s renew) are planned a little later
         if e.get("planned") is not None and e.get("at_s") is not None:
-            t0[e["run_id"]] = e["planned"] - e["at_s"]
-    return t0
+            t = e["planned"] - e["at_s"]
+            from_events[e["run_id"]] = min(t, from_events.get(e["run_id"], t))
+    return {**t0, **from_events}
 
 
 def _subflow_key(s: dict) -> tuple:

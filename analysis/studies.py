@@ -95,7 +95,9 @@ def study_tables(path: Path, statuses=("ok",)) -> dict[str, list[dict]]:
     if timed_subflows:
         t0 = run_t0([r for r in runs if r["run_id"] in time_runs], events)
         cut_runs = {e["run_id"] for e in state_events(events)}
-        rates = path_rates(timed_subflows, t0, BIN_S)
+        # the intervals of the configured duration: after it the sender's queue drains, not counted
+        duration = {r["run_id"]: r.get("duration_s") or float("inf") for r in runs if r["run_id"] in time_runs}
+        rates = [r for r in path_rates(timed_subflows, t0, BIN_S) if r["t_s"] <= duration[r["run_id"]] + 1e-9]
         steady = [r for r in rates if r["run_id"] not in cut_runs]
         if steady:  # seed 000: long flows without cuts
             steady_subflows = [s for s in timed_subflows if s["run_id"] not in cut_runs]
@@ -103,7 +105,8 @@ def study_tables(path: Path, statuses=("ok",)) -> dict[str, list[dict]]:
             tables["metric_throughput_cv"] = _with_params(throughput_cv(steady), runs)
             tables["metric_traffic_share"] = _with_params(traffic_share(steady), runs)
             tables["metric_rtt"] = rtt_distribution(steady_subflows, runs, ("homing", "path"))
-        tables["metric_subflow_timeline"] = subflow_timeline(timed_subflows, t0, BIN_S)  # seed 004
+        tables["metric_subflow_timeline"] = [r for r in subflow_timeline(timed_subflows, t0, BIN_S)  # seed 004
+                                             if r["t_s"] <= duration[r["run_id"]] + 1e-9]
         if cut_runs:
             tables["metric_path_events"] = event_times(events, t0)
             tables["metric_recovery"] = recovery_times([r for r in rates if r["run_id"] in cut_runs], events, t0,
