@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import yaml
 
 from analysis.load import load_runs, load_series, run_outcomes
@@ -49,12 +50,16 @@ def _campaign_file(path: Path) -> dict:
     return data if isinstance(data, dict) else {}
 
 
-def _rows(table) -> list[dict]:
-    return table.to_pylist() if table.num_columns else []
+def _rows(table: pa.Table, run_ids: set[str]) -> list[dict]:
+    """The rows of these runs (filtered in Arrow: a long campaign's series are large)."""
+    if not table.num_columns or not run_ids:
+        return []
+    return table.filter(pc.is_in(table.column("run_id"), pa.array(sorted(run_ids), table.schema.field("run_id").type))).to_pylist()
 
 
 def load_study_rows(path: Path, statuses=("ok",)) -> tuple[list[dict], list[dict], list[dict]]:
-    """(runs, transfer_subflows, events) rows of the runs with these statuses; each runs row also
+    """(runs, transfer_subflows, events) rows of the runs with these statuses (the series of the
+    time runs only: nothing here uses a volume run's); each runs row also
     has the run's policy, backup and duration_s (from params.json where runs.parquet lacks them)
     and the campaign's lossy condition."""
     path = Path(path)
@@ -67,9 +72,9 @@ def load_study_rows(path: Path, statuses=("ok",)) -> tuple[list[dict], list[dict
         p = params.get(r["run_id"], {})
         runs.append({**condition, **{k: p.get(k) for k in PARAMS}, **{k: v for k, v in r.items() if v is not None
                                                                         or k not in PARAMS}})
-    ids = {r["run_id"] for r in runs}
-    subflows = [s for s in _rows(load_series(path, "transfer_subflows")) if s["run_id"] in ids]
-    events = [e for e in _rows(load_series(path, "events")) if e["run_id"] in ids]
+    time_runs = {r["run_id"] for r in runs if r.get("volume_bytes") is None}  # only time runs use the series
+    subflows = _rows(load_series(path, "transfer_subflows"), time_runs)
+    events = _rows(load_series(path, "events"), time_runs)
     return runs, subflows, events
 
 
