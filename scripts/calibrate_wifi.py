@@ -194,12 +194,13 @@ def run_realtime(kind: str, bss: WifiBss, stations: int, traffic: str, duration_
         mode = ["-u", "-b", f"{rate:.0f}", "-l", "1472"] if traffic == "udp" else []
         t0 = time.time()
         clients = [subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-c", "10.215.0.1", "-p", str(port), "-J",
-                                     "-t", str(duration_s), "-O", "1", *mode], stdout=subprocess.PIPE, text=True)
+                                     "-t", str(duration_s), "-O", "1", *mode], stdout=subprocess.PIPE,
+                                    stderr=subprocess.DEVNULL, text=True)
                    for ns, port in zip(nodes, ports)]
         results = [json.loads(c.communicate(timeout=duration_s + 30)[0]) for c in clients]
         t1 = time.time()
-        key = "sum" if traffic == "udp" else "sum_received"
-        per_station = [r["end"][key]["bits_per_second"] / 1e6 for r in results]
+        # what the receivers got (UDP: iperf3's "sum" is what was sent)
+        per_station = [r["end"]["sum_received"]["bits_per_second"] / 1e6 for r in results]
         lag = radio.lag(t0 + 1.5, t1 - 0.5)
         rows = [r for r in radio.station_stats(t0 + 1.5, t1 - 0.5)]
         collisions = sum(r.get("collisions", r.get("retries", 0)) for r in rows)

@@ -17,6 +17,7 @@
 #include "ns3/wifi-mac-helper.h"
 #include "ns3/wifi-net-device.h"
 #include "ns3/wifi-phy.h"
+#include "ns3/wifi-psdu.h"
 #include "ns3/yans-wifi-helper.h"
 
 #include <algorithm>
@@ -209,6 +210,23 @@ RunNs3(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
             ap->Send(Stamped(sc.packetBytes, s), sta->GetAddress(), 0x0800);
         });
     }
+    // Data PPDUs the stations sent and the MPDUs in them (how much a PPDU aggregates).
+    auto ppdus = std::make_shared<std::pair<uint64_t, uint64_t>>(0, 0);
+    for (int i = 0; i < sc.stations; ++i)
+    {
+        ns3::DynamicCast<ns3::WifiNetDevice>(staDevices.Get(i))->GetPhy()->TraceConnectWithoutContext(
+            "PhyTxPsduBegin",
+            ns3::MakeCallback(+[](std::pair<uint64_t, uint64_t>* n, ns3::WifiConstPsduMap psdus, ns3::WifiTxVector, double) {
+                for (const auto& [id, psdu] : psdus)
+                {
+                    if (psdu->GetHeader(0).IsQosData() || psdu->GetHeader(0).IsData())
+                    {
+                        n->first++;
+                        n->second += psdu->GetNMpdus();
+                    }
+                }
+            }).Bind(ppdus.get()));
+    }
     auto staDevice = ns3::DynamicCast<ns3::WifiNetDevice>(staDevices.Get(0));
     ns3::Ptr<ns3::WifiPhy> staPhy = staDevice->GetPhy();
     ns3::Ptr<ns3::Txop> txop = staDevice->GetMac()->GetQosSupported()
@@ -229,9 +247,10 @@ RunNs3(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
     }
     char out[600];
     std::snprintf(out, sizeof(out),
-                  "\"failures\": %llu, \"associated\": %s, \"ns3\": {\"slot_us\": %.1f, \"sifs_us\": %.1f, "
+                  "\"data_ppdus\": %llu, \"data_mpdus\": %llu, \"failures\": %llu, \"associated\": %s, \"ns3\": {\"slot_us\": %.1f, \"sifs_us\": %.1f, "
                   "\"aifsn\": %u, \"cw_min\": %u, \"cw_max\": %u, \"qos\": %s, \"rts_threshold\": %s, "
                   "\"max_ampdu_bytes\": %u, \"retry_limit\": %u}",
+                  static_cast<unsigned long long>(ppdus->first), static_cast<unsigned long long>(ppdus->second),
                   static_cast<unsigned long long>(*failures), associated ? "true" : "false",
                   staPhy->GetSlot().GetMicroSeconds() * 1.0, staPhy->GetSifs().GetMicroSeconds() * 1.0,
                   static_cast<unsigned>(txop->GetAifsn()), static_cast<unsigned>(txop->GetMinCw()),
@@ -264,19 +283,23 @@ RunDcf(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
     ns3::Simulator::Stop(ns3::Seconds(sc.startS + sc.warmupS + sc.durationS + 0.1));
     ns3::Simulator::Run();
     // "failures" as ns-3's MacTxDataFailed counts them at the stations: MPDUs not acknowledged.
-    uint64_t failures = 0, collisions = 0, retryDrops = 0, exchanges = 0;
+    uint64_t failures = 0, collisions = 0, retryDrops = 0, exchanges = 0, ppdus = 0, mpdus = 0;
     for (int n = 0; n <= sc.stations; ++n)
     {
         const DcfCounters& c = medium.Counters(n);
         failures += n == DcfMedium::kAp ? 0 : c.retries + c.retryDrops;
+        ppdus += n == DcfMedium::kAp ? 0 : c.exchanges + c.collisions;
+        mpdus += n == DcfMedium::kAp ? 0 : c.txFrames + c.retries + c.retryDrops;
         collisions += c.collisions;
         retryDrops += c.retryDrops;
         exchanges += c.exchanges;
     }
     char out[300];
     std::snprintf(out, sizeof(out),
+                  "\"data_ppdus\": %llu, \"data_mpdus\": %llu, "
                   "\"failures\": %llu, \"collisions\": %llu, \"retry_drops\": %llu, \"exchanges\": %llu, "
                   "\"busy_s\": %.4f",
+                  static_cast<unsigned long long>(ppdus), static_cast<unsigned long long>(mpdus),
                   static_cast<unsigned long long>(failures), static_cast<unsigned long long>(collisions),
                   static_cast<unsigned long long>(retryDrops), static_cast<unsigned long long>(exchanges),
                   medium.BusySeconds());
