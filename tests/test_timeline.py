@@ -216,3 +216,4 @@ loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow st
     after = range(int(first["time"] - t0) + 2, 12)
     assert sum(lte.get(s, 0) for s in after) > sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
     assert "backup" not in endpoints  # the sender restored its paths when the transfer ended
+    assert "loss-aware: 10.1.1.11 backup (loss 0." in record.logs["s1.stderr"]  # and the run's log says so

@@ -203,6 +203,10 @@ class Sampler:
                 entry["error"] = str(e)
                 self.error = self.error or f"loss-aware policy: {e}"
             self.switches.append(entry)
+            # the run's log (logs/<sender>.stderr): one line per switch, as it happens
+            print(f"{entry['t']:.3f} loss-aware: {entry['address']} {entry['action']} "
+                  f"(loss {entry.get('loss') if entry.get('loss') is None else round(entry['loss'], 5)})"
+                  + (f" failed: {entry['error']}" if "error" in entry else ""), file=sys.stderr, flush=True)
 
     def stop(self) -> None:
         """Stops sampling and restores every path the policy holds backup."""

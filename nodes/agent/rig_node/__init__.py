@@ -9,5 +9,7 @@ sampling   interface counters and TCP sockets sampled during a run, kernel count
 facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
 mptcp_info a connected MPTCP (or TCP) socket's subflows: tcp_info and addresses (rig_transfer.py)
 pathpolicy the loss-aware path policy: backup/restore decisions and their MPTCP endpoints
+timeline   a run's events as the node acts them out: interfaces down/up, impairments, endpoints renewed
+ccparams   run-time settings of the rig's BPF congestion controls (the fixed initial ssthresh)
 ops        the closed set of requests, dispatched to the modules above
 """
