@@ -45,6 +45,11 @@ def test_an_impairment_acts_in_the_directions_it_names(direction, up_loss, down_
     assert impairments.station_pipes(BASE, "receiver_a", imp) == (BASE, BASE)
 
 
+def test_an_impairment_may_size_the_hops_queue():
+    up, down = impairments.station_pipes(BASE, "lte", {"lte": {"queue_packets": 12, "direction": "up"}})
+    assert (up.queue_packets, down.queue_packets) == (12, None)  # None: sized from the bandwidth-delay product
+
+
 def test_the_old_links_field_is_refused_with_a_pointer():
     with pytest.raises(InputError) as e:
         parse_campaign("name: x\nlinks: {wifi: {loss_pct: 10}}\n", "c.yaml")

@@ -107,6 +107,9 @@ class Impairment(_Strict):
     delay_ms: float | None = Field(default=None, ge=0)
     jitter_ms: float | None = Field(default=None, ge=0)
     loss_pct: float | None = Field(default=None, ge=0, le=100)
+    # The hop's queue in packets (default ~1.5 x its bandwidth-delay product, at least 50): what
+    # a slow link's RTT grows to under load.
+    queue_packets: int | None = Field(default=None, ge=2, le=100_000)
 
 
 class Event(_Strict):

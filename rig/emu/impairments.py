@@ -41,6 +41,8 @@ def _impaired(base: Pipe, imp: dict) -> Pipe:
         fields["jitter_s"] = imp["jitter_ms"] / 1000
     if imp.get("loss_pct") is not None:
         fields["loss"] = imp["loss_pct"] / 100
+    if imp.get("queue_packets") is not None:
+        fields["queue_packets"] = imp["queue_packets"]
     return replace(base, **fields)
 
 
