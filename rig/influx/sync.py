@@ -48,9 +48,9 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
     dirs = run_dirs(campaign_dir)
     rows = SummaryRows(campaign_dir)
     finished = [d for d in dirs if (d / "status.json").is_file()]
-    result.unfinished = [d.name for d in dirs if d not in set(finished)]
+    result.unfinished = sorted({d.name for d in dirs} - {d.name for d in finished})
     to_write = [d for d in finished if not sink.is_written(d)]
-    result.already = [d.name for d in finished if d not in set(to_write)]
+    result.already = sorted({d.name for d in finished} - {d.name for d in to_write})
     with ThreadPoolExecutor(1, thread_name_prefix="encode") as encoder:
         def encoded_runs() -> Iterator[EncodedRun]:
             ahead = None
@@ -63,10 +63,13 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
                 yield ahead.result()
 
         batches = _Batches(sink)
-        for run in encoded_runs():
-            if not batches.add(run):
-                break
-        batches.finish()
+        try:
+            for run in encoded_runs():
+                if not batches.add(run):
+                    break
+            batches.finish()
+        finally:
+            batches.posts.shutdown()  # also when encoding or a marker failed: no POST left behind
     result.error = batches.error
     result.written = [d.name for d in to_write if d.name in batches.marked]
     result.points = sum(batches.marked.values())
