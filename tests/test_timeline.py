@@ -217,3 +217,22 @@ loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow st
     assert sum(lte.get(s, 0) for s in after) > sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
     assert "backup" not in endpoints  # the sender restored its paths when the transfer ended
     assert "loss-aware: 10.1.1.11 backup (loss 0." in record.logs["s1.stderr"]  # and the run's log says so
+
+
+def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", f"from rig.emu.rig import EmulatedRig; EmulatedRig({rig_prefix!r}).claim(); "
+                               "print('held', flush=True); import time; time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        f = tmp_path / "c.yaml"
+        f.write_text("name: two\nsetups: [II]\npairs: 1\nfactors: {volume: [1MB]}\n")
+        from conftest import run_rig
+
+        p = run_rig("campaign", "run", str(f), "--out", str(tmp_path / "out"), "--prefix", rig_prefix)
+        assert p.returncode == 1 and f"emulated rig '{rig_prefix}' is in use by another process (pid {holder.pid})" in p.stderr
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written
+    finally:
+        holder.kill()
+        holder.wait()

@@ -80,6 +80,7 @@ class EmulatedBackend:
         self.name = "emulated"
 
     def check(self, campaign: Campaign, source: str) -> None:
+        self.rig.claim()
         if self.use_running:
             require_running(self.rig, self.transport == "ssh", campaign.pairs)
         check_host_ccs(campaign, source)

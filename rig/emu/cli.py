@@ -64,6 +64,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
 
     wifi_profile(wifi_standard), load_lte(lte_profile)  # bad names: one line, exit 2, before anything is built
     rig = EmulatedRig(prefix)
+    rig.claim()
     topo = rig.up(RadioSettings(setup, wifi_standard, lte_profile, pairs, {}, radios), ssh=ssh)
     with AgentPool(NetnsTransport(prefix, rig.state_dir / "agent-logs"), topo.nodes) as agents:  # as a campaign configures them
         agents.each(topo.nodes, lambda a: a.request("paths", plan=node_plan(topo, a.host)))
@@ -96,7 +97,9 @@ def down(prefix: str) -> None:
     """Remove every namespace, process and TAP of the rig (safe to repeat, also after a crash)."""
     from rig.emu.rig import EmulatedRig
 
-    gone = EmulatedRig(prefix).down()
+    rig = EmulatedRig(prefix)
+    rig.claim()
+    gone = rig.down()
     click.echo(f"removed {len(gone)} namespaces" if gone else "nothing to remove")
 
 

@@ -13,7 +13,9 @@ killing the rig's processes and deleting its namespaces leaves nothing behind.
 
 from __future__ import annotations
 
+import fcntl
 import json
+import os
 import shutil
 from dataclasses import dataclass
 from ipaddress import IPv4Network
@@ -121,6 +123,22 @@ class EmulatedRig:
 
     def ns(self, host: str) -> str:
         return f"{self.prefix}-{host}"
+
+    def claim(self) -> None:
+        """One process at a time drives a rig: another campaign (or `rig emu up/down`) on the same
+        prefix would rebuild or remove the namespaces under it. The lock goes with the process."""
+        STATE_ROOT.mkdir(parents=True, exist_ok=True)
+        fd = os.open(STATE_ROOT / f"{self.prefix}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            owner = os.read(fd, 32).decode(errors="replace").strip() or "?"
+            os.close(fd)
+            raise RigError(f"emulated rig '{self.prefix}' is in use by another process (pid {owner}): wait for it "
+                           f"to finish, or give this one its own --prefix") from None
+        os.ftruncate(fd, 0)
+        os.write(fd, str(os.getpid()).encode())
+        self._lock_fd = fd
 
     # -- bring-up ------------------------------------------------------------------------
 
