@@ -6,7 +6,7 @@ wifi2_if (receivers), lte_ip, and optionally lte_gateway (a modem whose interfac
 hop; raw-IP modems have none), ansible_host, ansible_user, ansible_python_interpreter,
 node_agent_path, and rig_runner_key / rig_known_hosts (the runner's SSH key and the nodes' host
 keys; /etc/rig/ssh/runner_ed25519 and /etc/rig/known_hosts, docs/security.md). Radio addresses
-follow the lab's plan (ansible/group_vars/all/network.yml, rig/emu/topology.py):
+follow the lab's plan (ansible/group_vars/all/network.yml, rig/topology.py):
 <attachment subnet>.<node_host_id>.
 """
 
@@ -19,7 +19,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 
 from rig import congestion
-from rig.emu.topology import B_SIDE, Pair, RadioInterface, Topology, station
+from rig.topology import B_SIDE, Pair, RadioInterface, Topology, station
 from rig.errors import InputError
 from rig.run.agents import AgentPool
 from rig.transport.ssh import DEFAULT_AGENT, SshTransport

@@ -15,7 +15,7 @@ and in the emulated nodes.
 
 from __future__ import annotations
 
-from rig.emu.topology import Pair, RadioInterface, Topology
+from rig.topology import Pair, RadioInterface, Topology
 
 HOMINGS = ("dual", "wifi", "lte")
 

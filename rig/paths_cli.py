@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from rig.emu.topology import SETUPS, topology
+from rig.topology import SETUPS, topology
 from rig.lab import lab_topology, load_lab
 from rig.paths import HOMINGS, node_plan
 

@@ -25,7 +25,7 @@ from test_emulated_ssh import etc_fingerprint
 from rig import congestion
 from rig.emu import mgmt, netns
 from rig.emu.rig import STATE_ROOT, EmulatedRig
-from rig.emu.topology import topology
+from rig.topology import topology
 from rig.paths import node_plan
 from rig.transport.ssh import SshTransport
 

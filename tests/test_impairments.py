@@ -18,7 +18,7 @@ from rig.campaign.plan import expand
 from rig.emu import impairments
 from rig.emu.radio import Pipe
 from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.emu.topology import topology
+from rig.topology import topology
 from rig.errors import InputError
 from rig.run.agents import AgentPool
 from rig.run.execute import execute_run

@@ -24,7 +24,7 @@ from rig.campaign.backends import configure_setup
 from rig.campaign.model import Limits, parse_campaign
 from rig.campaign.plan import expand
 from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.emu.topology import topology
+from rig.topology import topology
 from rig.paths import HOMINGS, node_plan
 from rig.run.agents import AgentPool
 from rig.run.execute import execute_run

@@ -15,7 +15,7 @@ from pathlib import Path
 from rig import congestion
 from rig.campaign.model import Campaign, Limits
 from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.emu.topology import Topology
+from rig.topology import Topology
 from rig.errors import InputError, RigError
 from rig.paths import node_plan
 from rig.run.agents import AgentPool

@@ -13,7 +13,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
-from rig.emu.topology import SETUPS, Setup
+from rig.topology import SETUPS, Setup
 from rig.errors import InputError
 from rig.units import parse_duration, parse_size
 from rig.yamlfile import load_yaml

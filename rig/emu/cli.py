@@ -6,7 +6,7 @@ import json
 
 import click
 
-from rig.emu.topology import SETUPS
+from rig.topology import SETUPS
 
 
 def check_prefix(ctx: click.Context, param: click.Parameter, value: str) -> str:

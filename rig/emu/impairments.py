@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from rig.emu.radio import Pipe
-from rig.emu.topology import RadioInterface, Topology
+from rig.topology import RadioInterface, Topology
 
 HOPS = ("wifi", "lte", "receiver_a", "receiver_b")
 DIRECTIONS = ("up", "down", "both")

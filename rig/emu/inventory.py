@@ -8,7 +8,7 @@ wpa_supplicant, chrony); the emulator provides the radio interfaces.
 from __future__ import annotations
 
 from rig.emu import mgmt
-from rig.emu.topology import RECEIVER_HOST_ID, SENDER_HOST_ID, gateway_address, topology
+from rig.topology import RECEIVER_HOST_ID, SENDER_HOST_ID, gateway_address, topology
 
 
 def emulated_inventory(rig, setup: str, pairs: int) -> str:

@@ -22,7 +22,7 @@ from ipaddress import IPv4Network
 from pathlib import Path
 
 from rig.emu import impairments, netns
-from rig.emu.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
+from rig.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
                               attachments_of, gateway_address, topology)
 from rig.errors import RigError
 

@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from rig.campaign.model import Event, Limits, LossAware, Tcp
 from rig.campaign.plan import Run
-from rig.emu.topology import Topology
+from rig.topology import Topology
 from rig.paths import node_plan, receive_buffer
 from rig.run import timeline, transfers
 from rig.run.agents import AgentPool

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from rig.emu.topology import Topology
+from rig.topology import Topology
 
 
 def interface_table(samples: dict[str, list], topo: Topology) -> pa.Table:

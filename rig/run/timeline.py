@@ -19,7 +19,7 @@ import pyarrow as pa
 from rig.campaign.model import Event
 from rig.emu.control import PipeChange
 from rig.emu.rig import station_tap
-from rig.emu.topology import Pair, Topology
+from rig.topology import Pair, Topology
 from rig.emu.traces import trace_path
 from rig.errors import InputError
 

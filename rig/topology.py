@@ -24,7 +24,7 @@ Setup = Literal["I", "II", "III"]
 SETUPS: tuple[Setup, ...] = ("I", "II", "III")
 PathKind = Literal["wifi", "lte"]
 
-ADDRESS_PLAN = Path(__file__).resolve().parents[2] / "radio-configs" / "address-plan.yml"
+ADDRESS_PLAN = Path(__file__).resolve().parents[1] / "radio-configs" / "address-plan.yml"
 _PLAN = yaml.safe_load(ADDRESS_PLAN.read_text())  # the lab's too: Ansible reads the same file
 
 
