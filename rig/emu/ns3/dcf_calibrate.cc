@@ -5,6 +5,7 @@
 #include "layout.h"
 
 #include "ns3/boolean.h"
+#include "ns3/config.h"
 #include "ns3/node-container.h"
 #include "ns3/qos-txop.h"
 #include "ns3/rng-seed-manager.h"
@@ -52,6 +53,7 @@ struct Scenario
     double warmupS = 1.0;        // then measuring starts
     double durationS = 5.0;
     double distanceM = 5.0;
+    bool explicitBar = true; // ns-3's QosTxop::UseExplicitBarAfterMissedBlockAck
 };
 
 // Counts what arrives in the measuring window; packets carry their send time and source.
@@ -154,6 +156,10 @@ RunNs3(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
                                  : sc.standard == "a"  ? ns3::WIFI_STANDARD_80211a
                                  : sc.standard == "n"  ? ns3::WIFI_STANDARD_80211n
                                                        : ns3::WIFI_STANDARD_80211ac;
+    if (!sc.explicitBar) // experiment: retransmit at once after a missed block ACK
+    {
+        ns3::Config::SetDefault("ns3::QosTxop::UseExplicitBarAfterMissedBlockAck", ns3::BooleanValue(false));
+    }
     ns3::NodeContainer apNode(1);
     ns3::NodeContainer staNodes(sc.stations);
     ns3::YansWifiChannelHelper channelHelper = ns3::YansWifiChannelHelper::Default();
@@ -326,6 +332,7 @@ RunCalibration(const std::string& scenarioPath)
         sc.upBps = j.Num("up_bps", 0);
         sc.downBps = j.Num("down_bps", 0);
         sc.poisson = j.Has("poisson") && j.At("poisson").boolean;
+        sc.explicitBar = !j.Has("explicit_bar") || j.At("explicit_bar").boolean;
         sc.warmupS = j.Num("warmup_s", 1.0);
         sc.durationS = j.Num("duration_s", 5.0);
         ns3::RngSeedManager::SetSeed(static_cast<uint32_t>(j.Num("seed", 1)));

@@ -132,6 +132,20 @@ DcfMedium::DropHead(Node& node)
 double
 DcfMedium::PreparePpdu(Node& node, bool& needsAck, bool& rts)
 {
+    if (node.barQueue >= 0)
+    {
+        if (!node.queues[node.barQueue].empty())
+        {
+            // After a missed block ACK the originator asks for it with a BlockAckReq before it
+            // sends data again (ns-3's QosTxop UseExplicitBarAfterMissedBlockAck, on by default).
+            node.sending = node.barQueue;
+            node.sendingCount = 0;
+            needsAck = true;
+            rts = false;
+            return m_phy.BlockAckRequestUs();
+        }
+        node.barQueue = -1;
+    }
     int64_t now = NowNs();
     for (;;)
     {
@@ -229,7 +243,7 @@ DcfMedium::Access()
         dataEndUs = exchangeUs;
         if (needsAck)
         {
-            exchangeUs += m_phy.sifsUs + (node.sendingCount > 1 ? m_phy.BlockAckUs() : m_phy.AckUs());
+            exchangeUs += m_phy.sifsUs + (node.sendingCount != 1 ? m_phy.BlockAckUs() : m_phy.AckUs()); // 0: a BAR
         }
     }
     if (senders.empty())
@@ -250,7 +264,7 @@ DcfMedium::Access()
     int64_t duration = Ns(collided ? longestUs : exchangeUs);
     m_busy = true;
     m_busyNs += duration;
-    if (!collided) // the receiver has the frames when the data PPDU ends, before its ACK
+    if (!collided && m_nodes[senders[0]].sendingCount > 0) // the receiver has the frames when the data PPDU ends
     {
         ns3::Simulator::Schedule(ns3::NanoSeconds(Ns(dataEndUs)), &DcfMedium::Deliver, this, senders[0]);
     }
@@ -295,10 +309,15 @@ DcfMedium::EndExchange(std::vector<int> senders, bool collided)
     {
         Node& node = m_nodes[s];
         bool group = s == kAp && node.sending == 0;
-        if (!collided) // delivered already, at the end of its data PPDU
+        if (!collided) // data: delivered already, at the end of its PPDU
         {
             node.retries = 0;
             node.cw = m_phy.cwMin;
+            if (node.sending >= 0) // a BlockAckReq got its answer
+            {
+                node.barQueue = -1;
+                node.sending = -1;
+            }
         }
         else
         {
@@ -309,8 +328,23 @@ DcfMedium::EndExchange(std::vector<int> senders, bool collided)
             {
                 DropHead(node);
             }
+            else if (node.sendingCount > 1)
+            {
+                // An A-MPDU: its frames stay (in a block-ACK agreement they are not dropped for
+                // retries, as in ns-3; they age out after the queue's max delay) and the next
+                // access asks for the block ACK first.
+                node.counters.retries += node.sendingCount;
+                node.barQueue = node.sending;
+                node.cw = std::min(2 * node.cw + 1, m_phy.cwMax);
+                node.sending = -1;
+                node.sendingCount = 0;
+            }
             else if (++node.retries > m_phy.retryLimit)
             {
+                if (node.sendingCount == 0) // gave up asking for the block ACK
+                {
+                    node.barQueue = -1;
+                }
                 node.counters.retryDrops += node.sendingCount;
                 DropHead(node);
                 node.retries = 0;

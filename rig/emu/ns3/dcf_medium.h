@@ -75,7 +75,8 @@ class DcfMedium
         int64_t countFromNs = 0; // when the countdown (re)starts: end of the last busy period + AIFS
         int retries = 0;         // of the frame(s) at the head
         int sending = -1;        // queue being sent in the current exchange (-1: none)
-        size_t sendingCount = 0; // frames of that queue in the PPDU
+        int barQueue = -1;       // queue whose A-MPDU missed its block ACK: a BlockAckReq goes next
+        size_t sendingCount = 0; // frames of that queue in the PPDU (0: a BlockAckReq)
         DcfCounters counters;
     };
 

@@ -43,6 +43,7 @@ struct DcfPhy
 
     double AckUs() const { return LegacyPpduUs(14, controlBitsPerSymbol); }
     double BlockAckUs() const { return LegacyPpduUs(32, controlBitsPerSymbol); } // compressed BA
+    double BlockAckRequestUs() const { return LegacyPpduUs(24, controlBitsPerSymbol); }
     double RtsUs() const { return LegacyPpduUs(20, controlBitsPerSymbol); }
     double CtsUs() const { return LegacyPpduUs(14, controlBitsPerSymbol); }
     // Group-addressed frames: the lowest OFDM rate, no ACK.
