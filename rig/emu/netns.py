@@ -7,11 +7,10 @@ removing them (after killing what runs in them) removes the whole rig, also afte
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
-import time
 from pathlib import Path
 
+from rig import process
 from rig.errors import RigError
 
 NETNS_DIR = Path("/run/netns")
@@ -61,30 +60,7 @@ def pids(name: str) -> list[int]:
 
 def kill_all(names: list[str], grace_s: float = 2.0) -> None:
     """SIGTERM everything running in the namespaces, then SIGKILL what is left."""
-    victims = [pid for n in names for pid in pids(n) if pid != os.getpid()]
-    for sig in (signal.SIGTERM, signal.SIGKILL):
-        for pid in victims:
-            try:
-                os.kill(pid, sig)
-            except ProcessLookupError:
-                pass
-        deadline = time.monotonic() + grace_s
-        while time.monotonic() < deadline and any(_alive(pid) for pid in victims):
-            time.sleep(0.05)
-        victims = [pid for pid in victims if _alive(pid)]
-        if not victims:
-            return
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    try:  # a zombie is gone for our purposes
-        return Path(f"/proc/{pid}/stat").read_text().split()[2] != "Z"
-    except OSError:
-        return False
+    process.terminate([pid for n in names for pid in pids(n) if pid != os.getpid()], grace_s)
 
 
 def delete(names: list[str]) -> None:

@@ -25,6 +25,7 @@ import time
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from rig import process
 from rig.emu import control
 from rig.emu.build import emulator_binary
 from rig.emu.control import AppliedChange, PipeChange
@@ -376,10 +377,7 @@ class RadioProcess:
     def stop(self) -> None:
         """SIGTERM, then SIGKILL after 5 s. Idempotent; the TAPs are gone when it returns."""
         if self.pid is not None and self.alive():
-            self._signal(signal.SIGTERM)
-            if not self._wait_exit(5.0):
-                self._signal(signal.SIGKILL)
-                self._wait_exit(5.0)
+            process.terminate([self._proc if self._proc is not None else self.pid], grace_s=5.0)
         if self._proc is not None:
             self._proc.wait()
             if self._proc.stdout and not self._proc.stdout.closed:
@@ -392,20 +390,6 @@ class RadioProcess:
             os.kill(self.pid, sig)
         except ProcessLookupError:
             pass
-
-    def _wait_exit(self, timeout_s: float) -> bool:
-        deadline = time.monotonic() + timeout_s
-        while time.monotonic() < deadline:
-            if self._proc is not None:
-                try:
-                    self._proc.wait(timeout=0.05)
-                    return True
-                except subprocess.TimeoutExpired:
-                    continue
-            if not self.alive():
-                return True
-            time.sleep(0.05)
-        return False
 
     def lag(self, since: float, until: float) -> LagStats:
         """Lateness over the per-second windows overlapping [since, until] (unix times).

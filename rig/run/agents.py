@@ -9,6 +9,7 @@ import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, TypeVar
 
+from rig import process
 from rig.errors import RigError
 from rig.transport import Transport
 
@@ -101,11 +102,7 @@ class AgentClient:
                 self.request("quit")
             except (RigError, OSError, ValueError):
                 pass
-            try:
-                self._proc.wait(3)
-            except subprocess.TimeoutExpired:
-                self._proc.kill()
-                self._proc.wait()
+            process.terminate([self._proc], grace_s=3, term=False)  # it was asked to quit
 
 
 class AgentPool:
