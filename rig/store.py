@@ -20,12 +20,16 @@ import shutil
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rig import formats
-from rig.campaign.plan import Plan, Run
+from rig.spec import Run
+
+if TYPE_CHECKING:  # the store writes a plan it is given; planning is the campaign's
+    from rig.campaign.plan import Plan
 
 RUNS_COLUMNS = [
     ("run_id", pa.string()), ("campaign", pa.string()), ("campaign_id", pa.string()), ("setup", pa.string()), ("homing", pa.string()),

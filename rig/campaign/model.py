@@ -11,24 +11,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
+from pydantic import Field, ValidationError, field_validator, model_validator
 
-from rig.topology import SETUPS, Setup
 from rig.errors import InputError
+from rig.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
+from rig.topology import SETUPS, Setup
 from rig.units import parse_duration, parse_size
 from rig.yamlfile import load_yaml
 
 Homing = Literal["dual", "lte", "wifi"]
-Path_ = Literal["wifi", "lte"]  # a sender's two paths: its WiFi and its LTE interface
 FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "duration", "rcvbuf", "wifi_standard", "backup",
                 "policy")
 
 
-class _Strict(BaseModel):
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class Factors(_Strict):
+class Factors(StrictModel):
     """Each factor lists the levels to try; the matrix is their full product."""
 
     cc: list[str] = Field(default=["cubic"], min_length=1)
@@ -97,93 +93,7 @@ class Factors(_Strict):
         return v
 
 
-class Impairment(_Strict):
-    """What a campaign puts on one hop of the emulated rig, in place of the radio profile's link
-    values, in the direction(s) named: `up` is node -> AP / eNodeB, `down` the reverse. Delay and
-    jitter are one-way, in each direction named (rig.emu.impairments: which hops a path crosses)."""
-
-    direction: Literal["up", "down", "both"] = "up"
-    rate_bps: float | None = Field(default=None, gt=0)
-    delay_ms: float | None = Field(default=None, ge=0)
-    jitter_ms: float | None = Field(default=None, ge=0)
-    loss_pct: float | None = Field(default=None, ge=0, le=100)
-    # The hop's queue in packets (default ~1.5 x its bandwidth-delay product, at least 50): what
-    # a slow link's RTT grows to under load.
-    queue_packets: int | None = Field(default=None, ge=2, le=100_000)
-
-
-class Event(_Strict):
-    """Something that happens to a path of the senders `at_s` seconds after a run's T0: it goes
-    down or comes back up (`state`), its impairment changes (the Impairment fields), or its rate
-    follows a Mahimahi trace from then on (`trace`). On the emulated rig it acts on the radio
-    model's station link and, for `state`, on the node's interface; on the lab, on the node."""
-
-    at_s: float = Field(ge=0)
-    path: Path_
-    pairs: list[int] | None = None  # pair indices (1..pairs); None: every pair
-    state: Literal["up", "down"] | None = None
-    direction: Literal["up", "down", "both"] = "both"
-    rate_bps: float | None = Field(default=None, gt=0)
-    delay_ms: float | None = Field(default=None, ge=0)
-    jitter_ms: float | None = Field(default=None, ge=0)
-    loss_pct: float | None = Field(default=None, ge=0, le=100)
-    trace: str | None = None  # a file in radio-configs/traces (name with or without .mahi) or a path
-
-    @model_validator(mode="after")
-    def _one_kind(self) -> "Event":
-        impairs = any(v is not None for v in (self.rate_bps, self.delay_ms, self.jitter_ms, self.loss_pct))
-        kinds = [k for k, given in (("state", self.state is not None), ("an impairment", impairs),
-                                    ("trace", self.trace is not None)) if given]
-        if len(kinds) != 1:
-            raise ValueError("give exactly one of state, an impairment (rate_bps, delay_ms, jitter_ms, loss_pct) "
-                             f"or trace{'' if not kinds else ', not ' + ' and '.join(kinds)}")
-        return self
-
-    @property
-    def kind(self) -> str:
-        return "state" if self.state is not None else ("trace" if self.trace is not None else "impairment")
-
-
-class LossAware(_Strict):
-    """The loss-aware policy: a path goes to backup while its loss over the last window is at or
-    above its threshold, and back once it falls below."""
-
-    threshold_pct: dict[Path_, float] = {"wifi": 0.1, "lte": 1.0}  # seed 003's thresholds
-    window_s: float = Field(default=1.0, ge=0.1, le=60)
-
-    @field_validator("threshold_pct")
-    @classmethod
-    def _pct(cls, v: dict) -> dict:
-        if any(not 0 < x <= 100 for x in v.values()):
-            raise ValueError("each threshold must be in (0, 100] percent")
-        return v
-
-
-class Tcp(_Strict):
-    no_metrics_save: bool = True  # runs must not inherit cached ssthresh/RTT from earlier runs
-    # A fixed initial ssthresh in packets (the rig's BPF congestion controls; docs/congestion-control.md).
-    initial_ssthresh: int | None = Field(default=None, ge=2, le=1_000_000)
-
-
-class Limits(_Strict):
-    run_timeout_s: float = Field(default=300, gt=0)
-    max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
-    # A run invalid only because the emulator lagged (a host hiccup, not the network under test)
-    # is run again up to this many times; the lagged attempts are kept under attempts/.
-    lag_retries: int = Field(default=2, ge=0, le=10)
-    sample_hz: float = Field(default=20, ge=1, le=200)
-    # The transfer's own per-interval series: the receivers' reads and the senders' subflows.
-    series_hz: float = Field(default=10, ge=1, le=100)
-    subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
-    # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
-    max_cwnd_packets: int = Field(default=100_000, gt=0)
-    # A dual-homed run whose LTE subflow never joined is always invalid; with a share > 0, so is
-    # one where a path carried less than that share of the bytes (short transfers over a slow
-    # path legitimately carry little, so the default does not demand it).
-    min_path_share: float = Field(default=0.0, ge=0, lt=0.5)
-
-
-class Campaign(_Strict):
+class Campaign(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
     description: str = ""
     setups: list[Setup] = Field(default=list(SETUPS), min_length=1)

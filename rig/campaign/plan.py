@@ -12,51 +12,13 @@ import hashlib
 import itertools
 import json
 import random
+from dataclasses import dataclass
 from functools import cached_property
-from dataclasses import dataclass, fields
 
 from rig.campaign.model import Campaign
 from rig.errors import InputError
+from rig.spec import Run
 from rig.units import format_duration, format_size
-
-
-@dataclass(frozen=True)
-class Run:
-    run_id: str
-    index: int  # position in the campaign's execution order
-    block: str
-    setup: str
-    homing: str
-    cc: str
-    connections: int
-    volume_bytes: int | None  # None: a time-based run
-    rcvbuf_bytes: int
-    wifi_standard: str
-    repetition: int
-    pairs: int
-    duration_s: float | None = None  # time-based runs: how long each sender sends
-    backup: str = "none"  # the path flagged MPTCP backup at the start
-    policy: str = "none"  # the node-side path policy
-
-    def to_dict(self) -> dict:
-        # asdict() deep-copies field by field; every field is a str or number, so this is the same
-        # dict. The later fields are left out at their defaults: plans (and their digests, which
-        # --resume compares) of campaigns that do not use them stay what they were.
-        return {name: getattr(self, name) for name in _RUN_FIELDS
-                if name not in _OPTIONAL or getattr(self, name) != _OPTIONAL[name]}
-
-    @property
-    def time_based(self) -> bool:
-        return self.duration_s is not None
-
-    @property
-    def radio_key(self) -> tuple[str, str]:
-        """What the radios must be (re)built for: changing it restarts the emulator."""
-        return (self.setup, self.wifi_standard)
-
-
-_RUN_FIELDS = tuple(f.name for f in fields(Run))
-_OPTIONAL = {"duration_s": None, "backup": "none", "policy": "none"}
 
 
 def _new_run(values: dict) -> Run:

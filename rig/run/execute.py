@@ -13,8 +13,7 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from rig.campaign.model import Event, Limits, LossAware, Tcp
-from rig.campaign.plan import Run
+from rig.spec import Event, Limits, LossAware, Run, Tcp
 from rig.topology import Topology
 from rig.paths import node_plan, receive_buffer
 from rig.run import timeline, transfers

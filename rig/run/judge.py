@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rig.campaign.model import Limits
-from rig.campaign.plan import Run
+from rig.spec import Limits, Run
 from rig.run.transfers import PairTransfer
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from rig.campaign.model import Event
+from rig.spec import Event
 from rig.emu.control import PipeChange
 from rig.emu.rig import station_tap
 from rig.topology import Pair, Topology

@@ -11,8 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from rig.campaign.model import Limits
-from rig.campaign.plan import Run
+from rig.spec import Limits, Run
 
 SINK_KEY, SOURCE_KEY = "transfer-sink", "transfer-source"
 PORT = 5301
