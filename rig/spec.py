@@ -98,9 +98,12 @@ class Limits(StrictModel):
     subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
     # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
     max_cwnd_packets: int = Field(default=100_000, gt=0)
-    # A dual-homed run whose LTE subflow never joined is always invalid; with a share > 0, so is
-    # one where a path carried less than that share of the bytes (short transfers over a slow
-    # path legitimately carry little, so the default does not demand it).
+    # A dual-homed transfer that lasted this long and whose LTE subflow never joined is invalid
+    # (a path that did not work); a shorter one may end before the join (seed 001's small flows).
+    join_within_s: float = Field(default=2.0, gt=0)
+    # With a share > 0, a dual-homed run where a path carried less than that share of the bytes is
+    # invalid too (short transfers over a slow path legitimately carry little, so the default
+    # does not demand it).
     min_path_share: float = Field(default=0.0, ge=0, lt=0.5)
 
 

@@ -58,8 +58,9 @@ def test_fallback_to_tcp_is_invalid(one_pair_rig):
 
 def test_unused_path_is_invalid(one_pair_rig):
     rig, ctx = one_pair_rig
-    # no B address announced: no LTE subflow
+    # no B address announced: no LTE subflow (4 MB over WiFi take ~1 s: long enough for a join)
     subprocess.run(["ip", "netns", "exec", rig.ns("r1"), "ip", "mptcp", "endpoint", "flush"], check=True)
+    ctx.limits = ctx.limits.model_copy(update={"join_within_s": 0.3})
     rec = execute_run(ctx, _run())
     assert rec.status == "invalid" and "used only the WiFi path" in rec.reason, rec.reason
 
@@ -134,3 +135,21 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     short = replace(complete, bytes_delivered=900_000, error="delivered 900000 of 1000000 bytes")
     broken = verdict(short, lags)  # the run failed on its own account
     assert broken.status == "failed" and not broken.lagged
+
+
+def test_a_dual_transfer_may_end_before_its_lte_subflow_joins():
+    from rig.run.judge import judge_run
+    from rig.run.transfers import PairTransfer
+    from rig.spec import Limits, Run
+
+    run = Run("r", 0, "b", "I", "dual", "lia", 1, 10_000, 10**6, "n5", 1, 1)
+    pair = {"pair": 1, "sender": "s1", "receiver": "r1", "goodput_bps": 1e6, "bytes_lte": 0, "bytes_wifi": 11_000}
+    mib = ({}, {"MPTcpExtMPCapableSYNACKRX": 1})  # an MPTCP connection, no MP_JOIN answered
+
+    def verdict(fct_s):
+        t = PairTransfer(started_at=1.0, first_byte_at=1.05, last_byte_at=1.0 + fct_s, bytes_sent=10_000, bytes_delivered=10_000)
+        return judge_run(run, [pair], {"s1": t}, {"s1": mib[0]}, {"s1": mib[1]}, {}, {}, Limits())
+
+    assert verdict(0.08).status == "ok"  # a 10 KB flow is over in a few RTTs: the first subflow carries it all
+    long = verdict(5.0)
+    assert long.status == "invalid" and long.reason == "s1: used only the WiFi path (the LTE subflow never joined within 5.0 s)"

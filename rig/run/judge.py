@@ -35,9 +35,11 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
         return "invalid", "connection was not MPTCP (no MP_CAPABLE handshake)"
 
     if run.homing == "dual":
-        # Every data connection must have joined its LTE subflow (the WiFi one is the initial).
-        if delta.get("MPTcpExtMPJoinSynAckRx", 0) < run.connections:
-            return "invalid", "used only the WiFi path (the LTE subflow never joined)"
+        # Every data connection must have joined its LTE subflow (the WiFi one is the initial),
+        # unless the transfer ended before a join could: a short flow rides its first subflow only.
+        lasted = run.duration_s if run.time_based else transfer.fct_s
+        if delta.get("MPTcpExtMPJoinSynAckRx", 0) < run.connections and (lasted or 0) >= limits.join_within_s:
+            return "invalid", f"used only the WiFi path (the LTE subflow never joined within {lasted:.1f} s)"
         total = pair["bytes_wifi"] + pair["bytes_lte"]
         for path in ("wifi", "lte"):
             if limits.min_path_share and total and pair[f"bytes_{path}"] < limits.min_path_share * total:
