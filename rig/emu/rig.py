@@ -39,7 +39,9 @@ class RadioSettings:
     lte_profile: str
     pairs: int
     impairments: dict  # hop (wifi, lte, receiver_a, receiver_b) -> the campaign's Impairment fields
-    model: str = "links"  # links: per-path pipes + shared medium; simulated: ns-3 LTE cell and WiFi BSSs
+    # links: per-path pipes + shared medium; simulated: ns-3 LTE cell and WiFi BSSs; models: the
+    # rig's own per-frame 802.11 DCF media and TTI-scheduled LTE cell
+    model: str = "links"
 
 
 def _profile_pipe(kind: str, settings: RadioSettings):
@@ -60,7 +62,7 @@ SGI_ADDRESS, SGI_GATEWAY = "10.46.0.2/30", "10.46.0.1"
 def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: list[tuple], settings: RadioSettings):
     """The emulator's spec for one radio network under the settings' radio model; `pipes` are the
     stations' (up, down) links: the whole link on `links` radios, impairments on top of ns-3's."""
-    from rig.emu.radio import LteCell, RadioNetworkSpec, Station, WifiBss
+    from rig.emu.radio import LteCell, LteTtiCell, RadioNetworkSpec, Station, WifiBss
     from rig.profiles import lte_profile, wifi_profile
 
     gateway_tap = _tap_name(network, None)
@@ -71,11 +73,15 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: 
                                                for s, (up, down) in zip(stations, pipes)))
     if kind == "wifi":
         w = wifi_profile(settings.wifi_standard)
-        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="wifi",
+        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="dcf" if settings.model == "models" else "wifi",
                                 wifi=WifiBss(standard=w.standard, band_ghz=w.band_ghz, width_mhz=w.width_mhz, channel=w.channel),
                                 stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
                                                for s, (up, down) in zip(stations, pipes)))
     lte = lte_profile(settings.lte_profile)
+    if settings.model == "models":  # a cell at layer 2, like the links radios: no PGW, nodes addressed as there
+        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte_tti", lte_tti=LteTtiCell(prb=lte.prb),
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+                                               for s, (up, down) in zip(stations, pipes)))
     return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte",
                             lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn,
                                           cqi_period_ms=lte.cqi_period_ms),
