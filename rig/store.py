@@ -60,8 +60,9 @@ def write_atomic(path: Path, data: bytes | str) -> None:
     os.replace(tmp, path)
 
 
-def write_json(path: Path, obj: object) -> None:
-    write_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+def write_json(path: Path, obj: object, indent: int | None = 2) -> None:
+    """indent None: one line, by json's C encoder (an indented dump is pure Python, ~5 times slower)."""
+    write_atomic(path, json.dumps(obj, indent=indent, sort_keys=True, default=str) + "\n")
 
 
 @dataclass
@@ -175,7 +176,7 @@ class CampaignStore:
         campaign, campaign_id = self.names
         write_json(part / "params.json", {**rec.run.to_dict(), "campaign": campaign, "campaign_id": campaign_id})
         for host, doc in rec.transfers.items():
-            write_json(part / "transfers" / f"{host}.json", doc)
+            write_json(part / "transfers" / f"{host}.json", doc, indent=None)  # the biggest: every interval and sample
         for name, table in rec.timeseries.items():
             pq.write_table(table, part / "timeseries" / f"{name}.parquet", compression="zstd")
         for name, text in rec.logs.items():

@@ -41,6 +41,10 @@ class RunContext:
     hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     schedule_s: float | None = None  # how long the last launch requests took
+    # The sinks already listening for the next run, started at the end of the previous one (their
+    # arguments and the receive buffer they started with), or None: started within the run.
+    sinks_ready: tuple | None = None
+    more_runs: bool = True  # False before a campaign's last run: no sinks are started ahead after it
     # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
     # (how the judge's fallback check is tested).
     sinks_mptcp: bool = True
@@ -66,11 +70,32 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
+def _sink_setting(ctx: RunContext, run: Run) -> tuple:
+    """What a run's sinks must have started with: their arguments and the receive buffer."""
+    return transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp), receive_buffer(run.rcvbuf_bytes)
+
+
 def start_sinks(ctx: RunContext, run: Run) -> None:
-    """A fresh transfer sink on each receiver (wait_listening: until each listens)."""
+    """A fresh transfer sink on each receiver (wait_listening: until each listens), unless the
+    previous run already started the ones this run needs (start_sinks_ahead)."""
+    ready, ctx.sinks_ready = ctx.sinks_ready, None  # a run that fails part-way leaves none assumed
+    if ready == _sink_setting(ctx, run):
+        return
     receivers = [p.receiver for p in ctx.topo.pairs]
     args = transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp)
     ctx.agents.each(receivers, lambda a: a.request("launch", key=transfers.SINK_KEY, program="transfer", args=args, at=None))
+
+
+def start_sinks_ahead(ctx: RunContext, run: Run) -> None:
+    """Once this run's sinks have reported: fresh ones with the same setting for the next run, so
+    that their program's start-up (~40 ms of Python, far more on a loaded host) overlaps this
+    run's collection and storing instead of the next run's scheduling. They only listen until
+    then; the next run checks they listen before its T0, and restarts them if it needs another
+    setting (buffer, connections, timeout)."""
+    if not ctx.more_runs:
+        return
+    start_sinks(ctx, run)
+    ctx.sinks_ready = _sink_setting(ctx, run)
 
 
 def wait_listening(ctx: RunContext) -> None:
@@ -175,6 +200,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
                                   lambda a: a.request("wait", key=transfers.SINK_KEY, timeout=transfers.SINK_GRACE_S))
     sinks = {s: by_receiver[by_sender[s].receiver] for s in senders}
     t_end = time.time()
+    start_sinks_ahead(ctx, run)  # after t_end: nothing of this run's transfer is left to disturb
     for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
         radio.flush_lag()
     marks.append(("transfer", time.monotonic()))
