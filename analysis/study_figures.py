@@ -129,7 +129,7 @@ def fct_figure(fct_rows: list[dict]) -> Figure:
 
 
 def benefit_figure(rows: list[dict]) -> Figure:
-    """Ben(M) per loss level and policy (boxes over runs); a heat map of the mean when the
+    """Ben(M) per loss level and policy (boxes over runs, a dot per run); a heat map of the mean when the
     campaign's data holds several loss levels and several rates."""
     losses = sorted({r["loss_pct"] for r in rows if r["loss_pct"] is not None}) or [None]
     rates = sorted({r["rate_bps"] for r in rows if r["rate_bps"] is not None})
@@ -145,11 +145,16 @@ def benefit_figure(rows: list[dict]) -> Figure:
             if vals:
                 data.append(vals)
                 xs.append(li + (pi - (len(policies) - 1) / 2) * width)
+        color = POLICY_COLORS.get(policy, "#999999")
         if data:
-            box = ax.boxplot(data, positions=xs, widths=width * 0.9, patch_artist=True, manage_ticks=False)
+            box = ax.boxplot(data, positions=xs, widths=width * 0.9, patch_artist=True, manage_ticks=False,
+                             medianprops={"color": "black"}, showfliers=False)
             for patch in box["boxes"]:
-                patch.set_facecolor(POLICY_COLORS.get(policy, "#999999"))
-            ax.plot([], [], "s", color=POLICY_COLORS.get(policy, "#999999"), label=policy)
+                patch.set_facecolor(color)
+                patch.set_alpha(0.5)
+            for x, vals in zip(xs, data):  # every run, so that one run per box still shows
+                ax.plot([x] * len(vals), vals, "o", color=color, markersize=4)
+            ax.plot([], [], "s", color=color, label=policy)
     lossy = next((r["lossy_path"] for r in rows if r["lossy_path"]), None)
     ax.set_xticks(range(len(losses)), ["-" if v is None else f"{v:g} %" for v in losses])
     ax.set_xlabel(f"loss on {lossy or 'no'} link")
