@@ -1,4 +1,8 @@
-"""Shared fixtures: the rig CLI as a user runs it, and emulated rigs that always clean up."""
+"""Shared fixtures: the rig CLI as a user runs it, emulated rigs and namespaces that always clean
+up, and the split of the suite into `pure` tests (need nothing: any user, any host, seconds) and
+`system` tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
+
+`pytest -m pure` runs the pure ones; plain `pytest` (./test.sh) runs everything."""
 
 from __future__ import annotations
 
@@ -10,7 +14,35 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
+
 REPO = Path(__file__).resolve().parents[1]
+
+# What makes a test a `system` test, decided here rather than in each file: it uses one of these
+# fixtures, carries the `emulated` marker, or lives in one of these modules (each needs what is
+# said for the whole module or for most of its tests).
+SYSTEM_FIXTURES = {"rig_prefix", "emulator", "emulator_built", "netns"}
+SYSTEM_MODULES = {
+    "test_ansible": "ansible-lint and ansible-playbook runs, hostapd",
+    "test_cc_provisioning": "root: registers BPF congestion controls",
+    "test_congestion_api": "root: network namespaces, BPF",
+    "test_congestion_e2e": "root: network namespaces, BPF, iperf3",
+    "test_congestion_math": "clang builds the BPF programs",
+    "test_congestion_ssthresh": "root: network namespaces, BPF",
+    "test_influx": "starts InfluxDB",
+    "test_install": "the installed packages and programs, root",
+    "test_node_agent": "root: a network namespace",
+    "test_node_routing": "root: network namespaces",
+    "test_rendered_configs": "hostapd parses the rendered configs",
+    "test_transfer_subflows": "root: network namespaces",
+}
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    for item in items:
+        system = (item.path.stem in SYSTEM_MODULES or item.get_closest_marker("emulated") is not None
+                  or not SYSTEM_FIXTURES.isdisjoint(item.fixturenames))
+        item.add_marker(pytest.mark.system if system else pytest.mark.pure)
 
 
 def run_rig(*args: str, timeout: float = 600, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:

@@ -1,6 +1,6 @@
 """Changing a running emulator's links: cut and restore, a loss step, a rate change, a trace.
 
-Real emulator processes between throw-away namespaces (fixtures from test_radio_emulator.py).
+Real emulator processes between throw-away namespaces (the shared `netns` fixture, tests/fixtures/radio_net.py).
 Traffic is a paced UDP source in a station's namespace and a sink in the gateway's namespace
 that records each datagram's sequence number, send time and the kernel's receive time stamp
 (SO_TIMESTAMPNS: when the frame reached the socket, however late the sink process runs).
@@ -21,7 +21,7 @@ from rig.emu.control import PipeChange
 from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
 from rig.emu.traces import load_trace
 from rig.errors import InputError, RigError
-from test_radio_emulator import SUBNET, UE_SUBNET, cell, emulator_built, netns, star  # noqa: F401 (fixtures)
+from fixtures.radio_net import SUBNET, UE_SUBNET, cell, star
 
 pytestmark = [
     pytest.mark.emulated,
@@ -111,7 +111,7 @@ def links_network(rate_bps: float = 20e6, delay_s: float = 0.010, **pipe) -> Rad
     return RadioNetworkSpec("links", "nstgw", (station,))
 
 
-def test_cut_and_restore(emulator_built, netns, tmp_path):
+def test_cut_and_restore(emulator, netns, tmp_path):
     spec = links_network()
     radio, gw, (station,) = star(spec, netns, tmp_path)
     planned = {}
@@ -141,7 +141,7 @@ def test_cut_and_restore(emulator_built, netns, tmp_path):
     assert sent_after == list(range(sent_after[0], sent_after[-1] + 1))  # and loses nothing
 
 
-def test_loss_step_on_one_direction(emulator_built, netns, tmp_path):
+def test_loss_step_on_one_direction(emulator, netns, tmp_path):
     spec = links_network()
     radio, gw, (station,) = star(spec, netns, tmp_path)
     with radio:
@@ -158,7 +158,7 @@ def test_loss_step_on_one_direction(emulator_built, netns, tmp_path):
     assert sum(after) / len(after) == pytest.approx(0.7, abs=0.06)
 
 
-def test_rate_change(emulator_built, netns, tmp_path):
+def test_rate_change(emulator, netns, tmp_path):
     spec = links_network(rate_bps=10e6, delay_s=0.005)
     radio, gw, (station,) = star(spec, netns, tmp_path)
     with radio:
@@ -171,7 +171,7 @@ def test_rate_change(emulator_built, netns, tmp_path):
     assert ip_rate_bps(rows, change.actual + 0.5, start + 3.9) == pytest.approx(4e6 * frame_share, rel=0.1)
 
 
-def test_trace_is_followed(emulator_built, netns, tmp_path):
+def test_trace_is_followed(emulator, netns, tmp_path):
     trace = load_trace(CELL_EDGE)
     spec = links_network(rate_bps=10e6, delay_s=0.005)
     radio, gw, (station,) = star(spec, netns, tmp_path)
@@ -201,7 +201,7 @@ def cut_on_radio_station(radio, gw, node):
     assert len([r for r in rows if r[1] >= up.actual]) >= 200
 
 
-def test_cut_on_a_wifi_station(emulator_built, netns, tmp_path):
+def test_cut_on_a_wifi_station(emulator, netns, tmp_path):
     """kinds wifi/lte: the change acts on the impairment pipe on top of the radio (made on
     first use when the station had none)."""
     station = Station("nsts0", up=Pipe(0, 0), down=Pipe(0, 0))
@@ -211,7 +211,7 @@ def test_cut_on_a_wifi_station(emulator_built, netns, tmp_path):
         cut_on_radio_station(radio, gw, node)
 
 
-def test_cut_on_an_lte_ue(emulator_built, netns, tmp_path):
+def test_cut_on_an_lte_ue(emulator, netns, tmp_path):
     ue = Station("nsts0", Pipe(0, 0), Pipe(0, 0), address=f"{UE_SUBNET}.2/24")
     spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte",
                             lte=LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1"))
@@ -220,7 +220,7 @@ def test_cut_on_an_lte_ue(emulator_built, netns, tmp_path):
         cut_on_radio_station(radio, gw, node)
 
 
-def test_bad_changes_are_refused_and_nothing_is_sent(emulator_built, netns, tmp_path):
+def test_bad_changes_are_refused_and_nothing_is_sent(emulator, netns, tmp_path):
     spec = links_network()
     radio, _, _ = star(spec, netns, tmp_path)
     bad = tmp_path / "bad.mahi"

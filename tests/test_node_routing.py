@@ -14,7 +14,6 @@ import os
 import re
 import subprocess
 import sys
-import uuid
 from dataclasses import replace
 from pathlib import Path
 
@@ -37,24 +36,9 @@ def ip(*args: str, check: bool = True) -> str:
     return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=30).stdout
 
 
-@pytest.fixture
-def namespaces():
-    """Namespaces made by a test, removed afterwards (also on failure)."""
-    made: list[str] = []
-
-    def make(name: str) -> str:
-        ip("netns", "add", name)
-        made.append(name)
-        return name
-
-    yield make
-    for name in made:
-        ip("netns", "del", name, check=False)
-
-
-def node_with_radios(make, name: str, plan: dict) -> str:
+def node_with_radios(netns, host: str, plan: dict) -> str:
     """A node namespace with the plan's interfaces as veths to a gateway namespace."""
-    node, gw = make(name), make(name + "-gw")
+    node, gw = netns(host), netns(host + "-gw")
     for i in plan["interfaces"]:
         peer = "g" + i["name"]
         ip("-n", node, "link", "add", i["name"], "type", "veth", "peer", "name", peer, "netns", gw)
@@ -88,12 +72,11 @@ CASES = [(setup, host, homing) for setup in ("I", "II", "III") for host, homings
 
 
 @pytest.mark.parametrize("setup, host, homing", CASES)
-def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(namespaces, tmp_path, setup, host, homing):
+def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(netns, tmp_path, setup, host, homing):
     topo = topology(setup, 2)
     stored, run = node_plan(topo, host), node_plan(topo, host, homing)
-    prefix = "nr" + uuid.uuid4().hex[:5]
-    lab = node_with_radios(namespaces, f"{prefix}-lab", stored)
-    emulated = node_with_radios(namespaces, f"{prefix}-emu", stored)
+    lab = node_with_radios(netns, "lab", stored)
+    emulated = node_with_radios(netns, "emu", stored)
 
     # The lab: the role stores the plan, the hook applies it as each radio comes up (twice: an
     # interface flapping changes nothing), then the runner sends the run's plan.
@@ -105,19 +88,18 @@ def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(namespaces, tmp_p
         assert hook(lab, plan_file, i["name"]) == f"rig-if-up: {i['name']} unchanged"
     assert hook(lab, plan_file, "eth9") == ""  # not the rig's interface: left alone
     # The emulated rig: the runner's requests only.
-    with AgentPool(NetnsTransport(prefix), ["lab", "emu"]) as agents:
+    with AgentPool(NetnsTransport(netns.prefix), ["lab", "emu"]) as agents:
         agents.each(["lab", "emu"], lambda a: a.request("paths", plan=run))
     assert state(lab) == state(emulated)
 
 
-def test_a_setup_switch_leaves_nothing_stale(namespaces):
+def test_a_setup_switch_leaves_nothing_stale(netns):
     """Setup I's plan, then Setup II's, on one receiver: the same state as Setup II's alone."""
     one, two = node_plan(topology("I", 1), "r1"), node_plan(topology("II", 1), "r1")
-    prefix = "nr" + uuid.uuid4().hex[:5]
     radios = {"interfaces": one["interfaces"] + two["interfaces"][1:]}  # lte0 and wlan1: both exist
-    switched = node_with_radios(namespaces, f"{prefix}-sw", radios)
-    fresh = node_with_radios(namespaces, f"{prefix}-fr", radios)
-    with AgentPool(NetnsTransport(prefix), ["sw", "fr"]) as agents:
+    switched = node_with_radios(netns, "sw", radios)
+    fresh = node_with_radios(netns, "fr", radios)
+    with AgentPool(NetnsTransport(netns.prefix), ["sw", "fr"]) as agents:
         agents["sw"].request("paths", plan=one)
         agents.each(["sw", "fr"], lambda a: a.request("paths", plan=two))
     # the interface Setup I used and Setup II does not keeps its address but nothing of the rig's

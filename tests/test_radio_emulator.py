@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import secrets
 import signal
 import statistics
 import subprocess
@@ -18,6 +17,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.namespaces import netns  # noqa: F401 (the shared fixture; test_dcf_model and test_lte_tti_model import it from here)
+from fixtures.radio_net import SUBNET, UE_SUBNET, cell, mac, sh, star  # noqa: F401 (also imported from here by those two)
 from rig.emu.build import build, emulator_binary, is_up_to_date
 from rig.emu.radio import LagStats, LteCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss
 
@@ -26,44 +27,13 @@ pytestmark = [
     pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/net/tun").exists(), reason="needs root and /dev/net/tun"),
 ]
 
-SUBNET = "10.213.0"
-UE_SUBNET = "10.214.0"  # kind lte: UEs sit behind the PGW, a routed hop away from the gateway
 NO_IMPAIRMENT = Pipe(0, 0)
 TCP_PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full Ethernet frame (with timestamps)
-
-
-def sh(*args: str, ns: str | None = None, check: bool = True) -> str:
-    cmd = ["ip", "netns", "exec", ns, *args] if ns else list(args)
-    return subprocess.run(cmd, check=check, capture_output=True, text=True).stdout
 
 
 @pytest.fixture(scope="module")
 def emulator_built() -> Path:
     return build()
-
-
-@pytest.fixture
-def netns():
-    """Makes namespaces on demand (nst-<tag>-<role>); deletes them and their processes after."""
-    tag = secrets.token_hex(2)
-    created: list[str] = []
-
-    def make(role: str) -> str:
-        name = f"nst-{tag}-{role}"
-        if name in created:  # a second network in the same test
-            name += str(len(created))
-        sh("ip", "netns", "add", name)
-        created.append(name)
-        sh("ip", "link", "set", "lo", "up", ns=name)
-        return name
-
-    try:
-        yield make
-    finally:
-        for name in created:
-            for pid in sh("ip", "netns", "pids", name, check=False).split():
-                os.kill(int(pid), signal.SIGKILL)
-            sh("ip", "netns", "del", name, check=False)
 
 
 @pytest.fixture
@@ -76,56 +46,6 @@ def procs():
         for p in started:
             p.kill()
             p.wait()
-
-
-def mac(tap: str, ns: str) -> str:
-    return json.loads(sh("ip", "-j", "link", "show", tap, ns=ns))[0]["address"]
-
-
-def star(spec: RadioNetworkSpec, netns, tmp_path: Path):
-    """Starts the network; gateway TAP -> namespace 'gw' (.1), station i -> 'st<i>' (.2+i).
-
-    Static neighbour entries keep ARP out of the measurements (and out of the loss model).
-    """
-    emu_ns, gw_ns = netns("emu"), netns("gw")
-    radio = RadioProcess(spec, emu_ns, tmp_path)
-    radio.start()
-    ends = [(spec.gateway_tap, gw_ns, f"{SUBNET}.1")]
-    ends += [(s.tap, netns(f"st{i}"), f"{SUBNET}.{2 + i}") for i, s in enumerate(spec.stations)]
-    for tap, ns, addr in ends:
-        sh("ip", "-n", emu_ns, "link", "set", tap, "netns", ns)
-        sh("ip", "addr", "add", f"{addr}/24", "dev", tap, ns=ns)
-        sh("ip", "link", "set", tap, "up", ns=ns)
-    for tap, ns, _ in ends:
-        for other_tap, other_ns, other_addr in ends:
-            if other_ns != ns:
-                lladdr = mac(other_tap, other_ns)
-                sh("ip", "neigh", "replace", other_addr, "lladdr", lladdr, "dev", tap, "nud", "permanent", ns=ns)
-    return radio, gw_ns, [ns for _, ns, _ in ends[1:]]
-
-
-def cell(spec: RadioNetworkSpec, netns, tmp_path: Path):
-    """Starts an LTE cell: gateway TAP -> 'gw' (.1 on SUBNET, the PGW is .2), UE i -> 'st<i>'.
-
-    The nodes reach everything through their TAP (the emulator answers ARP like a modem); the
-    gateway namespace routes the UE subnet via the PGW.
-    """
-    emu_ns, gw_ns = netns("emu"), netns("gw")
-    radio = RadioProcess(spec, emu_ns, tmp_path)
-    radio.start()
-    sh("ip", "-n", emu_ns, "link", "set", spec.gateway_tap, "netns", gw_ns)
-    sh("ip", "addr", "add", f"{SUBNET}.1/24", "dev", spec.gateway_tap, ns=gw_ns)
-    sh("ip", "link", "set", spec.gateway_tap, "up", ns=gw_ns)
-    sh("ip", "route", "add", f"{UE_SUBNET}.0/24", "via", f"{SUBNET}.2", ns=gw_ns)
-    nodes = []
-    for i, s in enumerate(spec.stations):
-        ns = netns(f"st{i}")
-        sh("ip", "-n", emu_ns, "link", "set", s.tap, "netns", ns)
-        sh("ip", "addr", "add", s.address, "dev", s.tap, ns=ns)
-        sh("ip", "link", "set", s.tap, "up", ns=ns)
-        sh("ip", "route", "add", "default", "dev", s.tap, ns=ns)
-        nodes.append(ns)
-    return radio, gw_ns, nodes
 
 
 def goodputs_bps(gw: str, senders: list[str], procs: list, seconds: int = 3) -> list[float]:
