@@ -7,16 +7,13 @@ up, and the split of the suite into `pure` tests (need nothing: any user, any ho
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 import uuid
-from pathlib import Path
 
 import pytest
 
+# REPO and run_rig are imported from here by the test modules not yet moved to fixtures.cli.
+from fixtures.cli import REPO, run_rig  # noqa: F401
 from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
-
-REPO = Path(__file__).resolve().parents[1]
 
 # What makes a test a `system` test, decided here rather than in each file: it uses one of these
 # fixtures, carries the `emulated` marker, or lives in one of these modules (each needs what is
@@ -43,15 +40,6 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         system = (item.path.stem in SYSTEM_MODULES or item.get_closest_marker("emulated") is not None
                   or not SYSTEM_FIXTURES.isdisjoint(item.fixturenames))
         item.add_marker(pytest.mark.system if system else pytest.mark.pure)
-
-
-def run_rig(*args: str, timeout: float = 600, cwd: Path | None = None, check: bool = False) -> subprocess.CompletedProcess:
-    """`rig ARGS...` in a fresh process, exactly as from a shell."""
-    p = subprocess.run([sys.executable, "-m", "rig", *args], capture_output=True, text=True, timeout=timeout,
-                       cwd=cwd or REPO, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    if check and p.returncode != 0:
-        raise AssertionError(f"rig {' '.join(args)} exited {p.returncode}:\n{p.stdout}\n{p.stderr}")
-    return p
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from conftest import REPO
+from fixtures.cli import REPO
 from fixtures.campaign_dir import write_campaign
 
 CORPUS = REPO / "tests" / "bad_inputs"

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import REPO, run_rig
+from fixtures.cli import REPO, run_rig
 from rig.campaign.model import parse_campaign
 from rig.errors import InputError
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, run_rig
+from fixtures.cli import REPO, run_rig
 
 pytestmark = pytest.mark.emulated
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_rig
+from fixtures.cli import run_rig
 from rig.emu.rig import EmulatedRig, RadioSettings
 
 pytestmark = pytest.mark.emulated

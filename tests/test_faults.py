@@ -21,7 +21,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO, run_rig
+from fixtures.cli import REPO, run_rig
 from rig.emu import netns
 from rig.emu.rig import STATE_ROOT
 

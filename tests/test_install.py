@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO
+from fixtures.cli import REPO
 from rig.programs import BY_NAME, PROGRAMS, which
 
 INSTALL = REPO / "scripts" / "install.sh"

@@ -10,7 +10,7 @@ import sys
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import REPO
+from fixtures.cli import REPO
 from rig import congestion
 from rig.emu.inventory import emulated_inventory
 from rig.emu.rig import EmulatedRig, RadioSettings

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow.parquet as pq
 import pytest
 
-from conftest import run_rig
+from fixtures.cli import run_rig
 
 pytestmark = pytest.mark.emulated
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import run_rig
+from fixtures.cli import run_rig
 from test_ansible import ANSIBLE, BIN, ansible_env
 from rig.emu import mgmt
 from rig.emu.rig import EmulatedRig, RadioSettings
