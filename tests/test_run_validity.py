@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import subprocess
 from dataclasses import replace
+from datetime import datetime
 
 import pytest
 
@@ -86,6 +87,41 @@ def test_subflows_record_the_cc_that_ran(one_pair_rig):
     assert set(flows.values()) == {"lia"} and len(flows) == 2, flows  # WiFi -> A and LTE -> B, both coupled
     series = rec.timeseries["subflows"].to_pylist()
     assert series and all(r["cc"] == "lia" for r in series if r["bytes_acked"] and r["bytes_acked"] > 8192)
+
+
+def _buffer_runs():
+    text = "name: v\nsetups: [I]\npairs: 1\nfactors: {volume: [4MB], rcvbuf: [1000KB, 2000KB]}\n"
+    return sorted(expand(parse_campaign(text, "v")).runs, key=lambda r: r.rcvbuf_bytes)
+
+
+def _sink_started(rec) -> float:
+    return rec.transfers["s1"]["_rig"]["sink"]["started_at"]
+
+
+def _began(rec) -> float:
+    return datetime.fromisoformat(rec.started_at).timestamp()
+
+
+def test_the_next_runs_sinks_start_ahead_only_with_its_setting(one_pair_rig):
+    """A run starts the next run's sinks once its own have reported; the next run uses them only
+    when they started with what it needs (its receive buffer, its arguments)."""
+    _, ctx = one_pair_rig
+    small, large = _buffer_runs()
+    first = execute_run(ctx, small)
+    assert first.status == "ok", first.reason
+    assert _sink_started(first) >= _began(first)  # nothing ahead of the first run
+    again = execute_run(ctx, small)
+    assert again.status == "ok", again.reason
+    assert _sink_started(again) < _began(again)  # started by the run before, and used
+    other = execute_run(ctx, large)  # another receive buffer: the sink started ahead is not used
+    assert other.status == "ok", other.reason
+    assert _sink_started(other) >= _began(other)
+    ctx.more_runs = False  # before a campaign's last run: nothing is left listening after it
+    last = execute_run(ctx, large)
+    assert last.status == "ok", last.reason
+    assert _sink_started(last) < _began(last)
+    assert ctx.sinks_ready is None
+    assert not ctx.agents.agents["r1"].request("alive", key="transfer-sink")["alive"]
 
 
 def test_subflow_problems_name_runaway_windows_and_wrong_ccs():
