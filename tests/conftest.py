@@ -21,6 +21,7 @@ from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixtur
 SYSTEM_FIXTURES = {"rig_prefix", "emulator", "emulator_built", "netns"}
 SYSTEM_MODULES = {
     "test_ansible": "ansible-lint and ansible-playbook runs, hostapd",
+    "test_ansible_emulated": "Ansible over SSH into emulated nodes; rig state under /run",
     "test_cc_provisioning": "root: registers BPF congestion controls",
     "test_congestion_api": "root: network namespaces, BPF",
     "test_congestion_e2e": "root: network namespaces, BPF, iperf3",
@@ -31,6 +32,7 @@ SYSTEM_MODULES = {
     "test_node_agent": "root: a network namespace",
     "test_node_routing": "root: network namespaces",
     "test_rendered_configs": "hostapd parses the rendered configs",
+    "test_ssh_trust": "root: chowns key directories; ansible-playbook preflights",
     "test_transfer_subflows": "root: network namespaces",
 }
 
