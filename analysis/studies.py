@@ -86,7 +86,9 @@ def _fct_applies(runs: list[dict]) -> bool:
 
 
 def _benefit_applies(runs: list[dict]) -> bool:
-    """Seed 003's: a lossy link or the loss-aware policy, with MPTCP and both single paths."""
+    """Seed 003's: time runs (goodput over a duration) on a lossy link or with the loss-aware
+    policy, with MPTCP and both single paths."""
+    runs = [r for r in runs if r.get("volume_bytes") is None]
     homings = {r.get("homing") for r in runs}
     lossy = any(r.get("lossy_path") for r in runs) or any(r.get("policy") == "loss-aware" for r in runs)
     return lossy and {"dual", *PATHS} <= homings

@@ -91,3 +91,11 @@ def test_export_carries_the_study_tables_with_descriptions(tmp_path):
     fields = {f["name"]: f for f in resources["metric_recovery"]["schema"]["fields"]}
     assert fields["recovery_s"]["type"] == "number" and "restore" in fields["up_at_s"]["description"]
     assert subprocess.run([RIG, "export", "--verify", str(bundle)], timeout=60).returncode == 0
+
+
+def test_a_flow_size_sweep_over_a_lossy_link_has_no_benefit_table(tmp_path):
+    """Ben(M) is over the goodput of time runs (seed 003); a volume sweep on a lossy WiFi (seed 001) is FCT only."""
+    campaign = write_study_campaign(tmp_path, "sizes")
+    (campaign / "campaign.yaml").write_text("name: seed-sizes\nimpairments:\n  wifi: {loss_pct: 1, direction: both}\n")
+    tables = study_tables(campaign)
+    assert "metric_fct" in tables and "metric_benefit" not in tables
