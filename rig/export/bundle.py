@@ -17,6 +17,7 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import yaml
 
+from analysis.studies import study_arrow_tables
 from rig import formats
 from rig.errors import InputError, RigError
 from rig.export import datapackage
@@ -130,6 +131,10 @@ def _write_tables(campaign_dir: Path, out: Path) -> list[dict]:
         path = f"data/{name}.parquet"
         schema, rows = write_series(files, out / path)
         written.append((name, path, schema, rows))
+    for name, table in study_arrow_tables(campaign_dir).items():  # the studies' metrics (docs/studies.md)
+        path = f"data/{name}.parquet"
+        write_table(table, out / path)
+        written.append((name, path, table.schema, table.num_rows))
     return [datapackage.resource(name, path, schema, rows, (out / path).stat().st_size,
                                  sha256_file(out / path))
             for name, path, schema, rows in written]
