@@ -5,12 +5,14 @@ from __future__ import annotations
 from collections import defaultdict
 
 # The factors of seed 002's figures, in the order a report shows them.
-FACTORS = ("connections", "volume_bytes", "rcvbuf_bytes", "wifi_standard", "homing", "setup")
+FACTORS = ("connections", "volume_bytes", "rcvbuf_bytes", "wifi_standard", "homing", "setup", "backup", "policy")
 LABELS = {"connections": "parallel connections", "volume_bytes": "data volume",
           "rcvbuf_bytes": "receiver buffer", "wifi_standard": "WiFi standard",
-          "homing": "sender homing", "setup": "setup", "cc": "congestion control"}
+          "homing": "sender homing", "setup": "setup", "cc": "congestion control", "backup": "backup path",
+          "policy": "path policy"}
 _ORDER = {"homing": ["dual", "lte", "wifi"], "setup": ["I", "II", "III"],
-          "wifi_standard": ["g", "a", "n24", "n5", "ac"]}
+          "wifi_standard": ["g", "a", "n24", "n5", "ac"], "backup": ["none", "wifi", "lte"],
+          "policy": ["none", "loss-aware"]}
 
 
 def fmt(factor: str, value: object) -> str:
