@@ -1,6 +1,5 @@
-"""Shared fixtures: the rig CLI as a user runs it, emulated rigs and namespaces that always clean
-up, and the split of the suite into `pure` tests (need nothing: any user, any host, seconds) and
-`system` tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
+"""Shared fixtures (the emulator build, emulated rigs and namespaces that always clean up) and the split
+of the suite into `pure` tests (need nothing: any user, any host, no root) and `system` tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
 
 `pytest -m pure` runs the pure ones; plain `pytest` (./test.sh) runs everything."""
 
@@ -16,8 +15,8 @@ from fixtures.cli import REPO, run_rig  # noqa: F401
 from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
 
 # What makes a test a `system` test, decided here rather than in each file: it uses one of these
-# fixtures, carries the `emulated` marker, or lives in one of these modules (each needs what is
-# said for the whole module or for most of its tests).
+# fixtures, carries the `emulated` marker, lives in one of these modules (each needs what is said
+# for the whole module or for most of its tests) or is one of SYSTEM_TESTS.
 SYSTEM_FIXTURES = {"rig_prefix", "emulator", "emulator_built", "netns"}
 SYSTEM_MODULES = {
     "test_ansible": "ansible-lint and ansible-playbook runs, hostapd",
