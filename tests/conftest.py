@@ -1,5 +1,6 @@
-"""Shared fixtures (the emulator build, emulated rigs and namespaces that always clean up) and the split
-of the suite into `pure` tests (need nothing: any user, any host, no root) and `system` tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
+"""Shared fixtures (the emulator build, emulated rigs and namespaces that always clean up) and
+the split of the suite into `pure` tests (need nothing: any user, any host, no root) and `system`
+tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
 
 `pytest -m pure` runs the pure ones; plain `pytest` (./test.sh) runs everything."""
 
