@@ -16,7 +16,7 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       At --at (sleep, then spin the last 2 ms), opens N MPTCP connections in parallel and sends
       V bytes over all of them (V // N each, the first takes the rest) or sends for T seconds;
       then closes its side and waits for the receiver to close (it has read everything). Prints
-      {"started_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
+      {"started_at", "ready_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
       "subflows": [[t, local, remote, bytes_acked, bytes_sent, bytes_retrans, rtt_ms, cwnd, ssthresh], ...]}],
       "switches": [{"t", "address", "loss", "action"}, ...]}
       (started_at: just before connect(), which sends the SYN). The receiver's times are when its
@@ -216,8 +216,8 @@ class Sampler:
             self._apply(self.policy.release(time.time()))
 
 
-def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int | None, until: float | None,
-          conn: Connection, result: dict) -> None:
+def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int | None, seconds: float | None,
+          go: threading.Event, conn: Connection, result: dict) -> None:
     s = _socket(conn.tcp)
     try:
         if bind:
@@ -225,7 +225,9 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
         if cc:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         s.settimeout(CONNECT_TIMEOUT_S)  # a path that is down must not hang the run for TCP's minutes
+        go.wait()  # the socket is ready before the start: at the start there is only connect()
         result["started_at"] = time.time()  # the SYN leaves within this connect()
+        until = result["started_at"] + seconds if seconds is not None else None
         s.connect((target, port))
         s.settimeout(None)
         result["local"] = "%s:%d" % s.getsockname()[:2]
@@ -254,6 +256,7 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
            cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
            loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None) -> dict:
+    ready_at = time.time()  # started and ready to wait for `at`: the runner sizes its lead from this
     policy = endpoints = None
     if loss_aware:  # the endpoints are read before the start, not in it
         endpoints = pathpolicy.Endpoints()
@@ -262,17 +265,18 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     shares = [None] * connections if volume is None else \
         [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
     results: list[dict] = [{} for _ in range(connections)]
+    go = threading.Event()
+    threads = [threading.Thread(target=_send, args=(target, port, bind, cc, shares[i], seconds, go, conns[i], results[i]),
+                                daemon=True) for i in range(connections)]
+    for t in threads:  # each prepares its socket, then waits for `go`
+        t.start()
     if at is not None:
         while (left := at - time.time()) > SPIN_S:
             time.sleep(min(left - SPIN_S, 0.05))
         while time.time() < at:
             pass
     started = time.time()
-    until = started + seconds if seconds is not None else None
-    threads = [threading.Thread(target=_send, args=(target, port, bind, cc, shares[i], until, conns[i], results[i]),
-                                daemon=True) for i in range(connections)]
-    for t in threads:
-        t.start()
+    go.set()
     sampler = Sampler(conns, sample_s, started, policy, endpoints)  # after the senders: not in their start
     try:
         for t in threads:
@@ -281,7 +285,7 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
         sampler.stop()  # also on SIGTERM: no path stays backup after the program
     # The transfer starts with the first connection's SYN (the threads' own start-up is not in it).
     doc = {"started_at": min((r["started_at"] for r in results if "started_at" in r), default=started),
-           "connections": results, "switches": sampler.switches}
+           "ready_at": ready_at, "connections": results, "switches": sampler.switches}
     errors = [r["error"] for r in results if "error" in r] + ([sampler.error] if sampler.error else [])
     if errors:
         doc["error"] = errors[0]

@@ -25,9 +25,10 @@ from rig.run.tables import (interface_table, lag_table, radio_table, received_ta
 from rig.store import RunRecord
 
 # T0 is set this far after the sources are launched: they start ahead and wait for T0 themselves,
-# so it covers a Python start-up (~40 ms, more on a loaded host) plus twice the time the previous
-# run's launch requests took to reach every agent (~12 ms for 5 senders over netns).
-START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.1, 0.25
+# so it covers twice the time the previous run's launch requests took to reach every agent
+# (~12 ms for 5 senders over netns) plus 1.5 x the slowest source's start-up in that run (its
+# launch to its `ready_at`: 0.1-0.2 s of Python on this host, more when loaded).
+START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.1, 0.5
 LISTEN_TIMEOUT_S = 5.0
 
 
@@ -41,6 +42,7 @@ class RunContext:
     hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     schedule_s: float | None = None  # how long the last launch requests took
+    startup_s: float = 0.0  # the slowest source's start-up in the last run (launch -> ready to wait)
     # The sinks already listening for the next run, started at the end of the previous one (their
     # arguments and the receive buffer they started with), or None: started within the run.
     sinks_ready: tuple | None = None
@@ -63,7 +65,9 @@ class RunContext:
         self.applied[(agent.host, op)] = request
 
     def start_lead_s(self) -> float:
-        return START_LEAD_FIRST_S if self.schedule_s is None else START_LEAD_MIN_S + 2 * self.schedule_s
+        if self.schedule_s is None:
+            return START_LEAD_FIRST_S
+        return max(START_LEAD_MIN_S, 2 * self.schedule_s + 1.5 * self.startup_s)
 
 
 def iso(t: float) -> str:
@@ -216,6 +220,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
 
     reports, pairs, done = {}, [], {}
+    ctx.startup_s = transfers.startup_s(sources.values())
     for s in senders:
         p = by_sender[s]
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)

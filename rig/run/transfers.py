@@ -100,3 +100,17 @@ def _meta(result: dict) -> dict:
 def delivered_by(sink: dict, until: float) -> int:
     """Bytes the receiver had read by `until` (its clock), to the resolution of its intervals."""
     return sum(nbytes for conn in sink.get("connections") or [] for t, nbytes in conn.get("intervals") or [] if t <= until)
+
+
+def startup_s(sources) -> float:
+    """The slowest source's start-up: from the agent starting it to its report's `ready_at` (both
+    the node's clock), over the `wait` replies of a run's sources."""
+    times = []
+    for result in sources:
+        try:
+            ready = json.loads(result.get("stdout") or "{}").get("ready_at")
+        except json.JSONDecodeError:
+            ready = None
+        if ready is not None and result.get("started_at") is not None:
+            times.append(ready - result["started_at"])
+    return max(times, default=0.0)

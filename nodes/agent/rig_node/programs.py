@@ -52,7 +52,8 @@ def transfer(args: dict) -> list[str]:
     v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "timeout_s",
                   "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
-    argv = [sys.executable, "-I", TRANSFER, mode,
+    # -S: no site packages (stdlib only), ~25 ms less start-up, which is in every run's T0 lead
+    argv = [sys.executable, "-I", "-S", TRANSFER, mode,
             "--port", str(v.integer(args.get("port", 5301), "transfer.port", 1024, 65535)),
             "--connections", str(v.integer(args.get("connections", 1), "transfer.connections", 1, 128))]
     if not v.boolean(args.get("mptcp", True), "transfer.mptcp"):
