@@ -133,8 +133,12 @@ class EmulatedRig:
     def claim(self) -> None:
         """One process at a time drives a rig: another campaign (or `rig emu up/down`) on the same
         prefix would rebuild or remove the namespaces under it. The lock goes with the process."""
-        STATE_ROOT.mkdir(parents=True, exist_ok=True)
-        fd = os.open(STATE_ROOT / f"{self.prefix}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        try:
+            STATE_ROOT.mkdir(parents=True, exist_ok=True)
+            fd = os.open(STATE_ROOT / f"{self.prefix}.lock", os.O_RDWR | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise RigError(f"emulated rig '{self.prefix}': cannot take its lock in {STATE_ROOT} ({e.strerror}): "
+                           f"the emulated rig needs root") from None
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except BlockingIOError:
