@@ -11,8 +11,6 @@ import uuid
 
 import pytest
 
-# REPO and run_rig are imported from here by the test modules not yet moved to fixtures.cli.
-from fixtures.cli import REPO, run_rig  # noqa: F401
 from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
 
 # What makes a test a `system` test, decided here rather than in each file: it uses one of these

@@ -19,7 +19,7 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
-from conftest import REPO, run_rig
+from fixtures.cli import REPO, run_rig
 from test_ansible import ANSIBLE, BIN, ansible_env
 from test_emulated_ssh import etc_fingerprint
 from rig import congestion

@@ -15,7 +15,7 @@ import subprocess
 import pytest
 import yaml
 
-from conftest import REPO, run_rig
+from fixtures.cli import REPO, run_rig
 from rig import congestion
 from test_ansible import ANSIBLE
 

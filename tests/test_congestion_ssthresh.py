@@ -22,7 +22,7 @@ import time
 
 import pytest
 
-from conftest import REPO
+from fixtures.cli import REPO
 from rig import congestion
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")

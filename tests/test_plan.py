@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from conftest import run_rig
+from fixtures.cli import run_rig
 from rig.campaign.model import parse_campaign
 from rig.campaign.plan import expand
 

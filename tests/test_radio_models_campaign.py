@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from conftest import run_rig
+from fixtures.cli import run_rig
 
 pytestmark = pytest.mark.emulated
 

@@ -228,7 +228,7 @@ def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
         assert holder.stdout.readline().strip() == "held"
         f = tmp_path / "c.yaml"
         f.write_text("name: two\nsetups: [II]\npairs: 1\nfactors: {volume: [1MB]}\n")
-        from conftest import run_rig
+        from fixtures.cli import run_rig
 
         p = run_rig("campaign", "run", str(f), "--out", str(tmp_path / "out"), "--prefix", rig_prefix)
         assert p.returncode == 1 and f"emulated rig '{rig_prefix}' is in use by another process (pid {holder.pid})" in p.stderr
