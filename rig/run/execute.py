@@ -181,6 +181,58 @@ def _event_summary(rows: list[dict]) -> dict | None:
             "max_lateness_ms": max(late) if late else None}
 
 
+def pair_row(run: Run, p, t: transfers.PairTransfer, sink: dict, samples: list, mib_before: dict, mib_after: dict) -> dict:
+    """One pair's row of the run (runs.parquet): its transfer's times and bytes, what left each of
+    the sender's interfaces, and what was sent more than once."""
+    if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
+        duration, fct = run.duration_s, None
+        # what arrived within the duration (the sender's queue drains after it, not counted)
+        within = transfers.delivered_by(sink, t.started_at + run.duration_s) if t.started_at else 0
+        goodput = within * 8 / run.duration_s if t.error is None else None
+    else:  # volume x 8 / FCT: only a transfer that delivered everything has one
+        duration = fct = t.fct_s
+        goodput = run.volume_bytes * 8 / t.fct_s if t.fct_s and t.error is None else None
+    return {
+        "pair": p.index, "sender": p.sender, "receiver": p.receiver,
+        "started_at": iso(t.started_at) if t.started_at else None,
+        "first_byte_at": iso(t.first_byte_at) if t.first_byte_at else None,
+        "last_byte_at": iso(t.last_byte_at) if t.last_byte_at else None,
+        "fct_s": fct,
+        "duration_s": duration,
+        "goodput_bps": goodput,
+        "bytes_sent": t.bytes_sent,  # what the sender wrote
+        "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
+        "bytes_wifi": tx_delta(samples, p.sender_wifi.ifname),
+        "bytes_lte": tx_delta(samples, p.sender_lte.ifname),
+        # What crosses the interfaces more than once: segments the subflows retransmitted, and
+        # MPTCP-level reinjections (data re-sent on another subflow after an MPTCP timeout).
+        "retrans_segs": mib_after.get("TcpRetransSegs", 0) - mib_before.get("TcpRetransSegs", 0),
+        "reinjections": mib_after.get("MPTcpExtMPTCPRetrans", 0) - mib_before.get("MPTcpExtMPTCPRetrans", 0),
+    }
+
+
+def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, reports: dict, event_rows: list, lags: dict,
+                t0: float, t_end: float) -> dict[str, pa.Table]:
+    """The run's time series tables, each only when the run has its data."""
+    topo = ctx.topo
+    timeseries = {"interfaces": interface_table(samples, topo), "received": received_table(reports, topo),
+                  "transfer_subflows": transfer_subflow_table(reports, topo)}
+    if subflows:
+        timeseries["subflows"] = subflow_table(subflows)
+    if event_rows:
+        timeseries["events"] = timeline.table(event_rows)
+    if run.policy != "none":
+        timeseries["switches"] = switch_table(reports, topo)
+    radio = radio_table(ctx.radios, ctx.stations, t0, t_end)
+    if radio is not None:
+        timeseries["radio"] = radio
+    if lags:
+        timeseries["lag"] = lag_table(lags, t0)
+    if ctx.hops:
+        timeseries["hops"] = pa.Table.from_pylist([{"time": t0, **h} for h in ctx.hops])
+    return timeseries
+
+
 def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     topo = ctx.topo
     senders = [p.sender for p in topo.pairs]
@@ -222,34 +274,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     reports, pairs, done = {}, [], {}
     ctx.startup_s = transfers.startup_s(sources.values())
     for s in senders:
-        p = by_sender[s]
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        t = done[s]
-        if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
-            duration, fct = run.duration_s, None
-            # what arrived within the duration (the sender's queue drains after it, not counted)
-            within = transfers.delivered_by(reports[s]["sink"], t.started_at + run.duration_s) if t.started_at else 0
-            goodput = within * 8 / run.duration_s if t.error is None else None
-        else:  # volume x 8 / FCT: only a transfer that delivered everything has one
-            duration = fct = t.fct_s
-            goodput = run.volume_bytes * 8 / t.fct_s if t.fct_s and t.error is None else None
-        pairs.append({
-            "pair": p.index, "sender": s, "receiver": p.receiver,
-            "started_at": iso(t.started_at) if t.started_at else None,
-            "first_byte_at": iso(t.first_byte_at) if t.first_byte_at else None,
-            "last_byte_at": iso(t.last_byte_at) if t.last_byte_at else None,
-            "fct_s": fct,
-            "duration_s": duration,
-            "goodput_bps": goodput,
-            "bytes_sent": t.bytes_sent,  # what the sender wrote
-            "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
-            "bytes_wifi": tx_delta(samples[s], p.sender_wifi.ifname),
-            "bytes_lte": tx_delta(samples[s], p.sender_lte.ifname),
-            # What crosses the interfaces more than once: segments the subflows retransmitted, and
-            # MPTCP-level reinjections (data re-sent on another subflow after an MPTCP timeout).
-            "retrans_segs": mib_after[s].get("TcpRetransSegs", 0) - mib_before[s].get("TcpRetransSegs", 0),
-            "reinjections": mib_after[s].get("MPTcpExtMPTCPRetrans", 0) - mib_before[s].get("MPTcpExtMPTCPRetrans", 0),
-        })
+        pairs.append(pair_row(run, by_sender[s], done[s], reports[s]["sink"], samples[s], mib_before[s], mib_after[s]))
 
     marks.append(("collect", time.monotonic()))
     verdict = judge_run(run, pairs, done, mib_before, mib_after, lags, radios_alive, ctx.limits,
@@ -271,21 +297,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
                           if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
     }
-    timeseries = {"interfaces": interface_table(samples, topo), "received": received_table(reports, topo),
-                  "transfer_subflows": transfer_subflow_table(reports, topo)}
-    if subflows:
-        timeseries["subflows"] = subflow_table(subflows)
-    if event_rows:
-        timeseries["events"] = timeline.table(event_rows)
-    if run.policy != "none":
-        timeseries["switches"] = switch_table(reports, topo)
-    radio = radio_table(ctx.radios, ctx.stations, t0, t_end)
-    if radio is not None:
-        timeseries["radio"] = radio
-    if lags:
-        timeseries["lag"] = lag_table(lags, t0)
-    if ctx.hops:
-        timeseries["hops"] = pa.Table.from_pylist([{"time": t0, **h} for h in ctx.hops])
+    timeseries = _timeseries(ctx, run, samples, subflows, reports, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, transfers=reports, timeseries=timeseries,
