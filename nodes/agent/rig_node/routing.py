@@ -41,6 +41,11 @@ class Interface:
     backup: bool = False  # the endpoint's subflows are MPTCP backup subflows (used when no other path is)
 
     @property
+    def endpoint_flags(self) -> list[str]:
+        """The MPTCP endpoint's flags as `ip mptcp endpoint add` takes them, sorted; none: no endpoint."""
+        return [] if self.endpoint == "none" else sorted([self.endpoint, *(["backup"] if self.backup else [])])
+
+    @property
     def nexthop(self) -> list[str]:
         return ["via", self.gateway, "dev", self.name] if self.gateway else ["dev", self.name]
 
@@ -167,7 +172,7 @@ def _up(i: Interface, endpoints: list[dict], rules: list[dict], ip: _Commands) -
     for dst in i.main_routes:
         ip.add("route", "replace", dst, *i.nexthop, "proto", PROTO)
     have = [e for e in endpoints if e.get("address") == i.address]
-    wanted = [] if i.endpoint == "none" else sorted([i.endpoint, *(["backup"] if i.backup else [])])
+    wanted = i.endpoint_flags
     if any(sorted(_flags(e)) != wanted or e.get("dev") != i.name for e in have) or (wanted and not have):
         for e in have:
             ip.remove("mptcp", "endpoint", "delete", "id", str(e["id"]))
@@ -238,7 +243,7 @@ def renew_endpoint(plan: Plan, name: str) -> None:
     for e in _endpoints():
         if e.get("address") == i.address:
             ip.remove("mptcp", "endpoint", "delete", "id", str(e["id"]))
-    ip.add("mptcp", "endpoint", "add", i.address, "dev", i.name, *sorted([i.endpoint, *(["backup"] if i.backup else [])]))
+    ip.add("mptcp", "endpoint", "add", i.address, "dev", i.name, *i.endpoint_flags)
     ip.run()
 
 
