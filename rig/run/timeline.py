@@ -101,10 +101,9 @@ def _node_actions(item: Planned, emulated: bool) -> list[tuple[str, dict]]:
 
 @dataclass
 class Scheduled:
-    items: list[Planned]
     radio_ids: dict  # change id -> (network, Planned)
     taps: dict  # network -> taps changed (restored after the run)
-    node_hosts: list  # hosts with a timeline
+    node_actions: list  # (Planned, host, action) handed to the agents
 
 
 def schedule(ctx, items: list[Planned]) -> Scheduled:
@@ -119,13 +118,13 @@ def schedule(ctx, items: list[Planned]) -> Scheduled:
     for network, changes in by_network.items():
         ids = ctx.radios[network].schedule([c for _, c in changes])
         radio_ids.update({cid: (network, item) for cid, (item, _) in zip(ids, changes)})
+    node_actions = [(item, host, action) for item in items for host, action in _node_actions(item, emulated)]
     actions: dict[str, list[dict]] = {}
-    for item in items:
-        for host, action in _node_actions(item, emulated):
-            actions.setdefault(host, []).append(action)
+    for _, host, action in node_actions:
+        actions.setdefault(host, []).append(action)
     ctx.agents.each(list(actions), lambda a: a.request("timeline", actions=actions[a.host]))
     taps = {n: {c.tap for _, c in changes} for n, changes in by_network.items()}
-    return Scheduled(items, radio_ids, taps, list(actions))
+    return Scheduled(radio_ids, taps, node_actions)
 
 
 def _row(item: Planned, planned: float, actual: float | None, where: str, error: str | None = None,
@@ -147,13 +146,13 @@ def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
     for cid, (network, item) in scheduled.radio_ids.items():
         c = applied.get(cid)
         rows.append(_row(item, item.at, c.actual if c else None, "radio"))
-    logs = ctx.agents.each(scheduled.node_hosts, lambda a: a.request("timeline_log")["events"])
+    hosts = sorted({host for _, host, _ in scheduled.node_actions})
+    logs = ctx.agents.each(hosts, lambda a: a.request("timeline_log")["events"])
     by_id = {(host, e["id"]): e for host, entries in logs.items() for e in entries}
-    for item in scheduled.items:
-        for host, action in _node_actions(item, bool(ctx.radios)):
-            e = by_id.get((host, item.id))
-            rows.append(_row(item, action["at"], e["actual"] if e else None, "node", e.get("error") if e else None,
-                             host, action["iface"], action["action"] if action["action"] == "renew" else None))
+    for item, host, action in scheduled.node_actions:
+        e = by_id.get((host, item.id))
+        rows.append(_row(item, action["at"], e["actual"] if e else None, "node", e.get("error") if e else None,
+                         host, action["iface"], action["action"] if action["action"] == "renew" else None))
     _restore_radios(ctx, scheduled)
     return sorted(rows, key=lambda r: (r["planned"], r["pair"], r["where"]))
 
