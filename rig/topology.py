@@ -101,6 +101,13 @@ class Topology:
     def interfaces_of(self, host: str) -> list[RadioInterface]:
         return [i for i in self.interfaces if i.host == host]
 
+    def networks_crossed(self, homing: str) -> set[str]:
+        """The radio networks a run's traffic crosses: each used path's sender side and the
+        receiver side it is paired with (WiFi -> A, LTE -> B), for data and ACKs alike."""
+        ends = {"wifi": ("sender_wifi", "receiver_a"), "lte": ("sender_lte", "receiver_b")}
+        used = ("wifi", "lte") if homing == "dual" else (homing,)
+        return {getattr(p, side).network for p in self.pairs for path in used for side in ends[path]}
+
 
 INFRA_HOSTS = ("ap1", "ap2", "ap3", "epc", "core")
 

@@ -171,6 +171,19 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     short = replace(complete, bytes_delivered=900_000, error="delivered 900000 of 1000000 bytes")
     broken = verdict(short, lags)  # the run failed on its own account
     assert broken.status == "failed" and not broken.lagged
+    # In Setup II an LTE-only run crosses the cell and AP3 (its receivers' side B), not AP1/AP2:
+    # their lag is recorded but does not judge the run.
+    assert verdict(complete, {"ap1": lags["cell"], "ap2": lags["cell"]}).status == "ok"
+    assert verdict(complete, {"ap3": lags["cell"]}).lagged
+
+
+def test_the_networks_a_run_crosses():
+    from rig.topology import topology
+
+    assert topology("I", 2).networks_crossed("wifi") == {"ap1", "ap2"}
+    assert topology("I", 2).networks_crossed("lte") == {"cell"}
+    assert topology("II", 2).networks_crossed("lte") == {"cell", "ap3"}
+    assert topology("III", 2).networks_crossed("dual") == {"ap1", "ap2", "cell"}
 
 
 def test_a_dual_transfer_may_end_before_its_lte_subflow_joins():

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rig.spec import Limits, Run
+from rig.topology import topology
 from rig.run.transfers import PairTransfer
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
@@ -62,7 +63,11 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     if dead:
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     else:
-        lagging = [(n, s) for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+        # Only the networks the run's packets cross can distort it: an idle one's lag (a late
+        # wake-up with nothing to forward) is recorded but does not judge the run.
+        crossed = topology(run.setup, run.pairs).networks_crossed(run.homing)
+        lagging = [(n, s) for n, s in lags.items()
+                   if n in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
         if lagging:
             lag_is_the_reason = True
             n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
