@@ -124,6 +124,12 @@ class Run:
     duration_s: float | None = None  # time-based runs: how long each sender sends
     backup: str = "none"  # the path flagged MPTCP backup at the start
     policy: str = "none"  # the node-side path policy
+    # Seed 003's grid (factors link_rate_bps, wifi_loss_pct, lte_loss_pct): both senders' links at
+    # this rate (their wifi and lte impairments), and a path's uplink loss from T0 (an event the
+    # run's timeline derives: rig.run.timeline.run_events). None: as the rest of the campaign sets it.
+    link_rate_bps: float | None = None
+    wifi_loss_pct: float | None = None
+    lte_loss_pct: float | None = None
 
     def to_dict(self) -> dict:
         # asdict() deep-copies field by field; every field is a str or number, so this is the same
@@ -137,12 +143,14 @@ class Run:
         return self.duration_s is not None
 
     @property
-    def radio_key(self) -> tuple[str, str]:
-        """What the radios must be (re)built for: changing it restarts the emulator."""
-        return (self.setup, self.wifi_standard)
+    def radio_key(self) -> tuple:
+        """What the radios must be (re)built for: changing it restarts the emulator (the links'
+        rate is part of the hops the radios are built with)."""
+        return (self.setup, self.wifi_standard, self.link_rate_bps)
 
 
 _RUN_FIELDS = tuple(f.name for f in fields(Run))
-_OPTIONAL = {"duration_s": None, "backup": "none", "policy": "none"}
+_OPTIONAL = {"duration_s": None, "backup": "none", "policy": "none", "link_rate_bps": None, "wifi_loss_pct": None,
+             "lte_loss_pct": None}
 
 

@@ -1,4 +1,8 @@
-"""A rough duration estimate for `rig campaign plan`, from the radio profiles' capacities."""
+"""A rough duration estimate for `rig campaign plan`, from the radio profiles' capacities.
+
+Assumed: a volume run's pair gets its paths' profile rates (shared among the pairs on a radio
+network), each capped by the run's `link_rate_bps` level when it has one (that cap is then the
+bottleneck); the campaign's `impairments`, losses and events do not change the estimate."""
 
 from __future__ import annotations
 
@@ -19,6 +23,8 @@ def _pair_rate_bps(run: Run, lte_name: str) -> float:
     lte_rate = min(lte.rate_bps, lte.medium_rate_bps / n / (2 if run.setup == "I" else 1))
     if run.setup == "III":
         lte_rate = min(lte_rate, wifi.medium_rate_bps / n / 2)
+    if run.link_rate_bps is not None:  # both senders' links at this rate
+        wifi_rate, lte_rate = min(wifi_rate, run.link_rate_bps), min(lte_rate, run.link_rate_bps)
     return {"dual": wifi_rate + lte_rate, "wifi": wifi_rate, "lte": lte_rate}[run.homing] * TCP_EFFICIENCY
 
 
@@ -30,7 +36,7 @@ def run_seconds(run: Run, lte_name: str) -> float:
 
 def run_estimates(plan: Plan) -> list[float]:
     """run_seconds of every run in plan order. The rate depends on a handful of factors only, so
-    it is computed once per distinct (setup, homing, WiFi standard, pairs), not once per run."""
+    it is computed once per distinct (setup, homing, WiFi standard, pairs, link rate), not once per run."""
     lte_name = plan.campaign.lte_profile
     rates: dict[tuple, float] = {}
     out = []
@@ -38,7 +44,7 @@ def run_estimates(plan: Plan) -> list[float]:
         if run.time_based:
             out.append(run.duration_s + RUN_OVERHEAD_S)
             continue
-        key = (run.setup, run.homing, run.wifi_standard, run.pairs)
+        key = (run.setup, run.homing, run.wifi_standard, run.pairs, run.link_rate_bps)
         rate = rates.get(key)
         if rate is None:
             rate = rates[key] = _pair_rate_bps(run, lte_name)

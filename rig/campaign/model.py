@@ -21,7 +21,9 @@ from rig.yamlfile import load_yaml
 
 Homing = Literal["dual", "lte", "wifi"]
 FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "duration", "rcvbuf", "wifi_standard", "backup",
-                "policy")
+                "policy", "link_rate_bps", "wifi_loss_pct", "lte_loss_pct")
+# Factors that are not one unless given: absent, each run is as the rest of the campaign sets it.
+GRID_FACTORS = ("link_rate_bps", "wifi_loss_pct", "lte_loss_pct")
 
 
 class Factors(StrictModel):
@@ -41,6 +43,11 @@ class Factors(StrictModel):
     # A node-side path policy: loss-aware sets a path to backup while its loss is above the
     # campaign's loss_aware threshold (seed 003's loss-aware switching).
     policy: list[Literal["none", "loss-aware"]] = Field(default=["none"], min_length=1)
+    # Seed 003's grid: both senders' links (the wifi and lte impairments' rate_bps) at each rate, bit/s ...
+    link_rate_bps: list[float] = []
+    # ... and one path's loss, % of what the senders send on it from T0 (as an event at 0 s, direction up)
+    wifi_loss_pct: list[float] = []
+    lte_loss_pct: list[float] = []
 
     @field_validator("volume", "rcvbuf", mode="before")
     @classmethod
@@ -62,6 +69,35 @@ class Factors(StrictModel):
         if any(not 0.5 <= d <= 86400 for d in v):
             raise ValueError("each level must be 0.5 s .. 24 h")
         return v
+
+    @field_validator("*")
+    @classmethod
+    def _levels_unique(cls, v: list) -> list:
+        repeated = next((x for i, x in enumerate(v) if x in v[:i]), None)
+        if repeated is not None:
+            raise ValueError(f"lists the level {repeated!r} twice")
+        return v
+
+    @field_validator("link_rate_bps")
+    @classmethod
+    def _rates(cls, v: list[float]) -> list[float]:
+        if any(not 0 < x <= 100e9 for x in v):
+            raise ValueError("each level must be a rate in bit/s above 0 (e.g. 10.0e6), at most 100e9")
+        return v
+
+    @field_validator("wifi_loss_pct", "lte_loss_pct")
+    @classmethod
+    def _losses(cls, v: list[float]) -> list[float]:
+        if any(not 0 <= x <= 100 for x in v):
+            raise ValueError("each level must be a loss of 0..100 %")
+        return v
+
+    @model_validator(mode="after")
+    def _one_lossy_path(self) -> "Factors":
+        if self.wifi_loss_pct and self.lte_loss_pct:
+            raise ValueError("give wifi_loss_pct or lte_loss_pct, not both: a campaign varies one path's loss "
+                             "(seed 003's grid); a second path's loss is an event or an impairment")
+        return self
 
     @model_validator(mode="after")
     def _volume_or_duration(self) -> "Factors":
@@ -139,13 +175,6 @@ class Campaign(StrictModel):
                 raise ValueError(f"{name!r} is not a factor (one of {', '.join(FACTOR_NAMES)})")
         return v
 
-    @model_validator(mode="after")
-    def _levels_unique(self) -> "Campaign":
-        for name, levels in self.factors:
-            if len(set(levels)) != len(levels):
-                raise ValueError(f"factors.{name} lists a level twice")
-        return self
-
     @field_validator("events")
     @classmethod
     def _events_in_order(cls, v: list[Event]) -> list[Event]:
@@ -182,7 +211,8 @@ def parse_campaign(text: str, source: str) -> Campaign:
 
 def check_events(campaign: Campaign, source: str) -> None:
     """What the models cannot check alone: pair indices in range, traces that parse, a fixed
-    initial ssthresh only with congestion controls that honour it."""
+    initial ssthresh only with congestion controls that honour it, a path's loss from 0 s given
+    once (an event or a loss factor)."""
     from rig.congestion.kernel import RIG_CCS
     from rig.emu.traces import load_trace, trace_path
 
@@ -193,6 +223,10 @@ def check_events(campaign: Campaign, source: str) -> None:
                              f"{', '.join(RIG_CCS)} do: docs/congestion-control.md)")
 
     for i, event in enumerate(campaign.events):
+        factor = f"{event.path}_loss_pct"
+        if event.at_s == 0 and event.loss_pct is not None and getattr(campaign.factors, factor):
+            raise InputError(source, f"events[{i}].loss_pct", f"the {event.path} path's loss from 0 s is "
+                             f"factors.{factor} already: give one of them")
         bad = [n for n in event.pairs or [] if not 1 <= n <= campaign.pairs]
         if bad:
             raise InputError(source, f"events[{i}].pairs", f"pair {bad[0]} does not exist (pairs: 1..{campaign.pairs})")

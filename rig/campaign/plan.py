@@ -13,9 +13,10 @@ import itertools
 import json
 import random
 from dataclasses import dataclass
+from decimal import Decimal
 from functools import cached_property
 
-from rig.campaign.model import Campaign
+from rig.campaign.model import GRID_FACTORS, Campaign
 from rig.errors import InputError
 from rig.spec import Run
 from rig.units import format_duration, format_size
@@ -50,12 +51,26 @@ class Plan:
         }
 
 
+def _decimal(x: float, shift: int = 0) -> str:
+    """`x` x 10^shift in plain decimal digits, as exact as the float (0.00001, not 1e-05): two
+    levels never share a spelling."""
+    return format(Decimal(repr(float(x))).scaleb(shift).normalize(), "f")
+
+
+def _grid_names(levels: dict) -> list[str]:
+    """Seed 003's grid in a run id: r<Mbit/s>Mbps, wifiloss<%> or lteloss<%>; absent levels add nothing."""
+    out = [f"r{_decimal(levels['link_rate_bps'], -6)}Mbps"] if levels["link_rate_bps"] is not None else []
+    return out + [f"{path}loss{_decimal(levels[f'{path}_loss_pct'])}" for path in ("wifi", "lte")
+                  if levels[f"{path}_loss_pct"] is not None]
+
+
 def _run_id(levels: dict, repetition: int) -> str:
     amount = format_size(levels["volume"]) if levels["duration"] is None else format_duration(levels["duration"])
     policies = [f"bk{levels['backup']}"] if levels["backup"] != "none" else []
     policies += [levels["policy"]] if levels["policy"] != "none" else []
     return "-".join([levels["setup"], levels["homing"], levels["cc"], f"c{levels['connections']}", amount,
-                     "b" + format_size(levels["rcvbuf"]), levels["wifi_standard"], *policies, f"{repetition:02d}"])
+                     "b" + format_size(levels["rcvbuf"]), levels["wifi_standard"], *_grid_names(levels), *policies,
+                     f"{repetition:02d}"])
 
 
 def check_profiles(campaign: Campaign, source: str) -> None:
@@ -82,6 +97,8 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
         levels["volume"] = [None]
     else:
         levels["duration"] = [None]
+    for name in GRID_FACTORS:  # not given: a single None level (the campaign's own links and events)
+        levels[name] = levels[name] or [None]
     names = list(levels)
     cells = [dict(zip(names, combo)) for combo in itertools.product(*levels.values())]
 
@@ -90,7 +107,7 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
         "setup": cell["setup"], "homing": cell["homing"], "cc": cell["cc"], "connections": cell["connections"],
         "volume_bytes": cell["volume"], "rcvbuf_bytes": cell["rcvbuf"], "wifi_standard": cell["wifi_standard"],
         "pairs": campaign.pairs, "duration_s": cell["duration"], "backup": cell["backup"], "policy": cell["policy"],
-        "run_id": _run_id(cell, 0)[:-2],
+        **{name: cell[name] for name in GRID_FACTORS}, "run_id": _run_id(cell, 0)[:-2],
     } for cell in cells]
 
     blocks: dict[tuple, list[tuple[int, int]]] = {}

@@ -46,6 +46,16 @@ def _impaired(base: Pipe, imp: dict) -> Pipe:
     return replace(base, **fields)
 
 
+def with_link_rate(impairments: dict[str, dict], rate_bps: float | None) -> dict[str, dict]:
+    """The campaign's impairments (hop -> Impairment fields) with both senders' links, `wifi` and
+    `lte`, at `rate_bps` (a run's link_rate_bps level; None: as they are). A sender hop the
+    campaign does not name gets {rate_bps, direction: both}; one it names keeps its direction."""
+    if rate_bps is None:
+        return impairments
+    return {**impairments, **{hop: {**impairments.get(hop, {"direction": "both"}), "rate_bps": rate_bps}
+                              for hop in ("wifi", "lte")}}
+
+
 def station_pipes(base: Pipe, hop: str | None, impairments: dict[str, dict]) -> tuple[Pipe, Pipe]:
     """The (up, down) pipes of a station on `hop`: `base`, impaired in the directions named."""
     imp = impairments.get(hop) if hop else None

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from rig.spec import Event
+from rig.spec import Event, Run
 from rig.emu.control import PipeChange
 from rig.emu.rig import station_tap
 from rig.topology import Pair, Topology
@@ -34,7 +34,7 @@ class Planned:
     """One event for one pair's sender, at unix time `at`."""
 
     id: str
-    index: int  # the event's position in the campaign's list
+    index: int  # the event's position in the run's list (run_events: the campaign's, then the derived ones)
     event: Event
     pair: Pair
     at: float
@@ -57,6 +57,15 @@ def check_for_lab(events: list[Event], source: str) -> None:
             raise InputError(source, f"events[{i}].trace", "traces need the emulated rig's radio models")
         if e.kind == "impairment" and e.direction != "up":
             raise InputError(source, f"events[{i}].direction", "on the lab a node impairs only what it sends: use up")
+
+
+def run_events(events: list[Event], run: Run) -> list[Event]:
+    """A run's events: the campaign's, then those its loss levels imply. A level of factor
+    wifi_loss_pct or lte_loss_pct is that path's loss on what the senders send from T0: the event
+    `{at_s: 0, path: P, loss_pct: L, direction: up}`, applied, recorded and restored as any other."""
+    derived = [Event(at_s=0, path=path, loss_pct=level, direction="up")
+               for path, level in (("wifi", run.wifi_loss_pct), ("lte", run.lte_loss_pct)) if level is not None]
+    return [*events, *derived]
 
 
 def plan(events: list[Event], topo: Topology, t0: float) -> list[Planned]:
