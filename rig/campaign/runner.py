@@ -19,12 +19,14 @@ from pathlib import Path
 from rig import provenance
 from rig.campaign.model import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
+from rig.emu.impairments import with_link_rate
 from rig.emu.rig import RadioSettings
 from rig.errors import InputError
 from rig.influx import sink_from_env
 from rig.progress import Progress
 from rig.errors import RigError
 from rig.run.execute import RunContext, execute_run
+from rig.run.timeline import run_events
 from rig.store import CampaignStore, RunRecord, utc_now
 
 # The same fault again right after the rig was restored: something restoring cannot fix.
@@ -112,8 +114,9 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
             for i, run in enumerate(todo):
                 lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
                 if run.radio_key != block_key or lost or fault:
-                    settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs,
-                                             {k: v.model_dump() for k, v in campaign.impairments.items()}, campaign.radios)
+                    hops = with_link_rate({k: v.model_dump() for k, v in campaign.impairments.items()}, run.link_rate_bps)
+                    settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, hops,
+                                             campaign.radios)
                     if ctx is None:  # bringing the rig up: a failure here is reported at once
                         progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
                         ctx = backend.block(settings, campaign.limits)
@@ -123,7 +126,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                         ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
-                ctx.events, ctx.loss_aware, ctx.tcp = campaign.events, campaign.loss_aware, campaign.tcp
+                ctx.events, ctx.loss_aware, ctx.tcp = run_events(campaign.events, run), campaign.loss_aware, campaign.tcp
                 ctx.more_runs = i + 1 < len(todo)
                 started, t_run = utc_now(), time.monotonic()
                 try:
