@@ -24,7 +24,7 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("name: x\nblocking: [colour]\n", "blocking", "not a factor"),
         ("name: Bad Name\n", "name", "should match"),
         ("name: x\nsetups: [I, I]\n", "setups", "twice"),
-        ("name: x\nfactors: {cc: [cubic, cubic]}\n", "(top level)", "twice"),
+        ("name: x\nfactors: {cc: [cubic, cubic]}\n", "factors.cc", "twice"),
         ("name: x\npairs: 1\npairs: 2\n", "pairs", "given twice"),
         ("- just\n- a list\n", "(top level)", "mapping"),
     ],
