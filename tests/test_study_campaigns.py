@@ -42,10 +42,27 @@ def test_emulated_twin_keeps_the_conditions(path):
     assert lab["events"] == [e for e in emulated["events"] if e["trace"] is None]
     for factor in ("homing", "policy", "backup", "connections"):
         assert lab["factors"][factor] == emulated["factors"][factor], factor
-    assert set(emulated["factors"]["cc"]) <= set(lab["factors"]["cc"])
-    assert set(emulated["factors"]["volume"]) <= set(lab["factors"]["volume"])
+    # fewer levels of these; a grid factor (seed 003) the lab file varies, the twin varies too
+    for factor in ("cc", "volume", "link_rate_bps", "wifi_loss_pct", "lte_loss_pct"):
+        assert set(emulated["factors"][factor]) <= set(lab["factors"][factor]), factor
+    for factor in ("link_rate_bps", "wifi_loss_pct", "lte_loss_pct"):
+        assert bool(emulated["factors"][factor]) == bool(lab["factors"][factor]), factor
     for hop, values in lab["impairments"].items():  # the same hops; only a rate may be lower
         twin = emulated["impairments"][hop]
         assert {k: v for k, v in values.items() if k != "rate_bps"} == {k: v for k, v in twin.items() if k != "rate_bps"}
     assert len(expand(load_campaign(path.with_name(f"{path.stem}-emulated.yaml"))).runs) <= len(
         expand(load_campaign(path)).runs)
+
+
+@pytest.mark.parametrize("lossy", ["wifi", "lte"])
+def test_seed_003s_lab_files_hold_the_papers_grid(lossy):
+    """Table I's rates on both links x the loss levels of Fig. 2 on one link, 120 s (Table II), 10
+    repetitions, as factors of one file per figure group; the loss is the factor's, no event's."""
+    campaign = load_campaign(CAMPAIGNS / f"seed003-{lossy}-loss.yaml")
+    other = "lte" if lossy == "wifi" else "wifi"
+    f = campaign.factors
+    assert f.link_rate_bps == [10e6, 20e6, 30e6, 40e6, 50e6]
+    assert getattr(f, f"{lossy}_loss_pct") == [0.0001, 0.001, 0.01, 0.1, 1, 10]
+    assert getattr(f, f"{other}_loss_pct") == [] and campaign.events == []
+    assert (f.duration, campaign.repetitions, f.cc) == ([120.0], 10, ["balia"])
+    assert "link_rate_bps" in campaign.blocking  # the radios are rebuilt once per rate, not per run
