@@ -7,6 +7,7 @@ export writes them as data/<name>.parquet. Only runs with the given statuses cou
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,13 +21,17 @@ from analysis.metrics import (PATHS, benefit_rows, fct_by_size, event_times, mpt
 BIN_S = 1.0  # throughput intervals, seconds (the paper's iperf reports were per second)
 RECOVERY_FRACTION = 0.5  # a restored path is back when an interval reaches this share of its pre-cut mean
 PRE_CUT_S = 10.0  # the window before a cut whose mean throughput a recovery is measured against
-PARAMS = ("policy", "backup", "duration_s")  # run parameters runs.parquet may not carry: taken from params.json
+# Run parameters runs.parquet may not carry: taken from the run's params.json or the plan.
+PARAMS = ("policy", "backup", "duration_s", "link_rate_bps", "wifi_loss_pct", "lte_loss_pct")
 
 
-def lossy_condition(campaign: dict) -> dict:
-    """The lossy link of a campaign (seed 003): lossy_path (wifi/lte; None if neither sender hop
-    loses packets), its loss_pct and rate_bps. Loss comes from `impairments` or from an event at
-    t=0 (which wins); the rate from that event, else from the hop's impairment."""
+def lossy_condition(campaign: dict, run: dict | None = None) -> dict:
+    """The lossy link of a run (seed 003): lossy_path (wifi/lte; None if neither sender hop
+    loses packets), its loss_pct and rate_bps. The loss comes from the campaign's `impairments`,
+    an event at t=0 (which wins) or the run's level of factor wifi_loss_pct / lte_loss_pct (which
+    wins over both, a 0 % level included); the rate from the run's link_rate_bps level, else that
+    event, else the hop's impairment."""
+    run = run or {}
     hops = campaign.get("impairments") or {}
     lossy = {p: (hops.get(p) or {}).get("loss_pct") for p in PATHS}
     rate = {p: (hops.get(p) or {}).get("rate_bps") for p in PATHS}
@@ -34,11 +39,16 @@ def lossy_condition(campaign: dict) -> dict:
         if e.get("at_s") == 0 and e.get("path") in PATHS and e.get("loss_pct") is not None:
             lossy[e["path"]] = e["loss_pct"]
             rate[e["path"]] = e.get("rate_bps", rate[e["path"]])
-    path = next((p for p in PATHS if lossy[p]), None)
+    leveled = [p for p in PATHS if run.get(f"{p}_loss_pct") is not None]
+    for p in leveled:
+        lossy[p] = run[f"{p}_loss_pct"]
+    path = leveled[0] if leveled else next((p for p in PATHS if lossy[p]), None)
+    link_rate = run.get("link_rate_bps")
     if path is None:
-        return {"lossy_path": None, "loss_pct": None, "rate_bps": None}
+        return {"lossy_path": None, "loss_pct": None, "rate_bps": None if link_rate is None else float(link_rate)}
+    path_rate = link_rate if link_rate is not None else rate[path]
     return {"lossy_path": path, "loss_pct": float(lossy[path]),
-            "rate_bps": None if rate[path] is None else float(rate[path])}
+            "rate_bps": None if path_rate is None else float(path_rate)}
 
 
 def _campaign_file(path: Path) -> dict:
@@ -57,21 +67,32 @@ def _rows(table: pa.Table, run_ids: set[str]) -> list[dict]:
     return table.filter(pc.is_in(table.column("run_id"), pa.array(sorted(run_ids), table.schema.field("run_id").type))).to_pylist()
 
 
+def _plan_runs(path: Path) -> dict[str, dict]:
+    """run_id -> the run's parameters in plan.json (a campaign directory and an export have it)."""
+    f = Path(path) / "plan.json"
+    try:
+        runs = json.loads(f.read_text()).get("runs", []) if f.is_file() else []
+    except (json.JSONDecodeError, AttributeError):
+        runs = []
+    return {r["run_id"]: r for r in runs if isinstance(r, dict) and "run_id" in r}
+
+
 def load_study_rows(path: Path, statuses=("ok",)) -> tuple[list[dict], list[dict], list[dict]]:
     """(runs, transfer_subflows, events) rows of the runs with these statuses (the series of the
-    time runs only: nothing here uses a volume run's); each runs row also
-    has the run's policy, backup and duration_s (from params.json where runs.parquet lacks them)
-    and the campaign's lossy condition."""
+    time runs only: nothing here uses a volume run's); each runs row also has the run's PARAMS
+    (from params.json, else plan.json, where runs.parquet lacks them) and its lossy condition."""
     path = Path(path)
-    params = {o["run_id"]: o for o in run_outcomes(path)}
-    condition = lossy_condition(_campaign_file(path))
+    params = _plan_runs(path)
+    for o in run_outcomes(path):
+        params[o["run_id"]] = {**params.get(o["run_id"], {}), **o}
+    campaign = _campaign_file(path)
     runs = []
     for r in load_runs(path):
         if r.get("status") not in statuses:
             continue
         p = params.get(r["run_id"], {})
-        runs.append({**condition, **{k: p.get(k) for k in PARAMS}, **{k: v for k, v in r.items() if v is not None
-                                                                        or k not in PARAMS}})
+        row = {**{k: p.get(k) for k in PARAMS}, **{k: v for k, v in r.items() if v is not None or k not in PARAMS}}
+        runs.append({**lossy_condition(campaign, row), **row})
     time_runs = {r["run_id"] for r in runs if r.get("volume_bytes") is None}  # only time runs use the series
     subflows = _rows(load_series(path, "transfer_subflows"), time_runs)
     events = _rows(load_series(path, "events"), time_runs)
@@ -162,8 +183,9 @@ DESCRIPTIONS = {
     "best_single": "the single path with the lowest mean flow completion time",
     "best_single_s": "its mean flow completion time, s", "ratio": "dual_s / best_single_s",
     "duration": "configured duration of a time run, s (empty for volume runs)",
-    "lossy_path": "the sender hop the campaign made lossy (wifi or lte)",
-    "loss_pct": "its packet loss, %", "rate_bps": "its rate cap, bit/s",
+    "lossy_path": "the sender hop made lossy in the run's cell (wifi or lte)",
+    "loss_pct": "its packet loss in the cell (the run's wifi_loss_pct / lte_loss_pct level, or the campaign's), %",
+    "rate_bps": "its rate cap in the cell (the run's link_rate_bps level, or the campaign's), bit/s",
     "policy": "node-side path policy: none or loss-aware",
     "g_bps": "MPTCP goodput per sender of the run (G), bit/s",
     "c_wifi_bps": "highest single-path goodput over WiFi in the same condition (C_wifi), bit/s",

@@ -3,7 +3,8 @@
 cv_figure, rtt_figure, traffic_figure: long uplink flows (coefficient of variation per path,
 RTT distribution per path, per-interval LTE vs WiFi scatter with the 45 degree line).
 fct_figure: flow completion time vs flow size per homing. benefit_figure: Ben(M) per lossy
-condition and policy (boxes; a heat map when loss and rate both vary). timeline_figure: per-subflow
+condition and policy (boxes); benefit_curves: over a grid of link rates, Ben(M) or MPTCP's
+goodput over the loss, a curve per rate (seed 003's Figs. 2 and 3). timeline_figure: per-subflow
 throughput and RTT of one run over time, with its cuts and restores marked.
 """
 
@@ -129,13 +130,13 @@ def fct_figure(fct_rows: list[dict]) -> Figure:
 
 
 def benefit_figure(rows: list[dict]) -> Figure:
-    """Ben(M) per loss level and policy (boxes over runs, a dot per run); a heat map of the mean when the
-    campaign's data holds several loss levels and several rates."""
-    losses = sorted({r["loss_pct"] for r in rows if r["loss_pct"] is not None}) or [None]
-    rates = sorted({r["rate_bps"] for r in rows if r["rate_bps"] is not None})
+    """Ben(M) per loss level and policy (boxes over runs, a dot per run); over a grid of link rates
+    (several rate_bps), curves: benefit_curves."""
+    losses = _levels(rows, "loss_pct") or [None]
+    rates = _levels(rows, "rate_bps")
     policies = _order((r["policy"] for r in rows), tuple(POLICY_COLORS))
-    if len(losses) > 1 and len(rates) > 1:
-        return _benefit_heat_map(rows, losses, rates, policies)
+    if len(rates) > 1:
+        return benefit_curves(rows, "benefit", losses, rates, policies)
     fig, ax = plt.subplots(figsize=(7, 4))
     width = 0.8 / len(policies)
     for pi, policy in enumerate(policies):
@@ -155,9 +156,8 @@ def benefit_figure(rows: list[dict]) -> Figure:
             for x, vals in zip(xs, data):  # every run, so that one run per box still shows
                 ax.plot([x] * len(vals), vals, "o", color=color, markersize=4)
             ax.plot([], [], "s", color=color, label=policy)
-    lossy = next((r["lossy_path"] for r in rows if r["lossy_path"]), None)
     ax.set_xticks(range(len(losses)), ["-" if v is None else f"{v:g} %" for v in losses])
-    ax.set_xlabel(f"loss on {lossy or 'no'} link")
+    ax.set_xlabel(f"loss on {_lossy_link(rows) or 'no'} link")
     ax.axhline(0, color="k", linewidth=0.8)
     ax.set_ylim(-1.05, 1.05)
     ax.set_ylabel("Ben(M)")
@@ -167,22 +167,55 @@ def benefit_figure(rows: list[dict]) -> Figure:
     return fig
 
 
-def _benefit_heat_map(rows, losses, rates, policies) -> Figure:
-    fig, axes = plt.subplots(1, len(policies), figsize=(5.2 * len(policies), 4), squeeze=False)
+def _levels(rows: list[dict], key: str) -> list[float]:
+    return sorted({r[key] for r in rows if r.get(key) is not None})
+
+
+def _lossy_link(rows: list[dict]) -> str | None:
+    return next((r["lossy_path"] for r in rows if r.get("lossy_path")), None)
+
+
+def benefit_curves(rows: list[dict], column: str, losses: list | None = None, rates: list | None = None,
+                   policies: list | None = None) -> Figure:
+    """Seed 003's grid in the paper's form: `column` (benefit: Ben(M), Fig. 2; g_bps: MPTCP's
+    goodput, Fig. 3) over the loss levels, a curve per link rate through the cells' means and a dot
+    per run, a panel per policy. The levels sit evenly spaced (the grid's losses are decades)."""
+    losses = losses or _levels(rows, "loss_pct") or [None]
+    rates = rates or _levels(rows, "rate_bps") or [None]
+    policies = policies or _order((r["policy"] for r in rows), tuple(POLICY_COLORS))
+    goodput = column == "g_bps"
+    scale = 1e6 if goodput else 1.0
+    fig, axes = plt.subplots(1, len(policies), figsize=(5.2 * len(policies), 4), squeeze=False, sharey=True)
+    cmap = plt.get_cmap("viridis")
     for ax, policy in zip(axes[0], policies):
-        grid = [[math.nan] * len(losses) for _ in rates]
         for ri, rate in enumerate(rates):
+            color = cmap(0.85 * ri / max(1, len(rates) - 1))
+            xs, means = [], []
             for li, loss in enumerate(losses):
-                vals = [r["benefit"] for r in rows if (r["policy"], r["rate_bps"], r["loss_pct"]) == (policy, rate, loss)]
+                vals = [r[column] / scale for r in rows
+                        if (r["policy"], r.get("rate_bps"), r.get("loss_pct")) == (policy, rate, loss)]
                 if vals:
-                    grid[ri][li] = sum(vals) / len(vals)
-        image = ax.imshow(grid, origin="lower", cmap="RdYlGn", vmin=-1, vmax=1, aspect="auto")
-        ax.set_xticks(range(len(losses)), [f"{v:g}" for v in losses])
-        ax.set_yticks(range(len(rates)), [f"{v / 1e6:g}" for v in rates])
-        ax.set_xlabel("loss (%)")
-        ax.set_ylabel("rate of the lossy link (Mbit/s)")
-        ax.set_title(f"mean Ben(M), policy {policy}", fontsize=10)
-    fig.colorbar(image, ax=list(axes[0]))
+                    xs.append(li)
+                    means.append(sum(vals) / len(vals))
+                    ax.plot([li] * len(vals), vals, ".", color=color, alpha=0.6)
+            label = "-" if rate is None else f"{rate / 1e6:g} Mbit/s"
+            ax.plot(xs, means, "o-", color=color, label=label)
+            if goodput:  # the best single path of each cell (C_max), which Fig. 3's claim compares with
+                best = {li: max(r["c_wifi_bps"], r["c_lte_bps"]) / scale for li, loss in enumerate(losses) for r in rows
+                        if (r.get("rate_bps"), r.get("loss_pct")) == (rate, loss)}
+                ax.plot(list(best), list(best.values()), "--", color=color, linewidth=1,
+                        label="best single path" if ri == len(rates) - 1 else None)
+        ax.set_xticks(range(len(losses)), ["-" if v is None else f"{v:g}" for v in losses])
+        ax.set_xlabel(f"loss on the {_lossy_link(rows) or 'no'} link (%)")
+        ax.set_title(f"policy {policy}", fontsize=10)
+        if not goodput:
+            ax.axhline(0, color="k", linewidth=0.8)
+            ax.set_ylim(-1.05, 1.05)
+    axes[0][0].set_ylabel("MPTCP goodput G (Mbit/s)" if goodput else "Ben(M)")
+    axes[0][-1].legend(fontsize=8, title="both links at", title_fontsize=8)
+    fig.suptitle("MPTCP goodput over the loss, per link rate (mean; dots: runs; dashed: best single path)" if goodput else
+                 "Aggregation benefit Ben(M) over the loss, per link rate (mean; dots: runs)", fontsize=10)
+    fig.tight_layout()
     return fig
 
 

@@ -4,6 +4,7 @@ in `rig export`, on campaign directories shaped like the studies' campaigns."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -26,6 +27,7 @@ EXPECTED = {
     "cut": ({"study-timeline"}, {"study-timeline-0.png"}, {"table-timeline-0"}),
     "sizes": ({"study-fct"}, {"study-fct.png"}, {"table-fct"}),
     "lossy": ({"study-benefit"}, {"study-benefit.png"}, {"table-benefit"}),
+    "grid": ({"study-benefit"}, {"study-benefit.png", "study-benefit-goodput.png"}, {"table-benefit"}),
 }
 SECTIONS = {s for sections, _, _ in EXPECTED.values() for s in sections}
 
@@ -66,6 +68,12 @@ def test_numbers_in_the_tables(tmp_path):
     assert "<td>1 MB</td><td>0.328</td><td>wifi</td><td>0.410</td><td>0.80</td>" in html["sizes"]
     # loss-aware 11 and 9.9 Mbit/s against C = 8 (WiFi), 10 (LTE): Ben 0.125 and -0.01
     assert "<td>loss-aware</td><td>2</td><td>0.06</td><td>-0.01</td><td>0.12</td>" in html["lossy"]
+    # seed 003's grid, a row per cell and policy: at 20 Mbit/s and 1 % G 9 against C 8 (WiFi), 18 (LTE)
+    assert ("<td>wifi</td><td>1</td><td>20</td><td>none</td><td>1</td><td>-0.50</td><td>-0.50</td><td>-0.50</td>"
+            "<td>9.00</td><td>8.00</td><td>18.00</td>") in html["grid"]
+    cells = re.findall(r"<tr><td>wifi</td><td>([\d.]+)</td><td>(\d+)</td><td>([a-z-]+)</td>", html["grid"])
+    assert cells == [(loss, rate, policy) for loss in ("0.1", "1") for rate in ("10", "20")
+                     for policy in ("loss-aware", "none")]  # in numeric order
 
 
 def test_a_default_campaigns_report_has_no_study_sections(tmp_path):
@@ -99,3 +107,19 @@ def test_a_flow_size_sweep_over_a_lossy_link_has_no_benefit_table(tmp_path):
     (campaign / "campaign.yaml").write_text("name: seed-sizes\nimpairments:\n  wifi: {loss_pct: 1, direction: both}\n")
     tables = study_tables(campaign)
     assert "metric_fct" in tables and "metric_benefit" not in tables
+
+def test_the_grids_benefit_table_has_each_cells_rate_and_loss(tmp_path):
+    """What `rig export` writes as data/metric_benefit.parquet; the runs' levels come from their
+    params.json, or from plan.json where there is none (an export has no runs/)."""
+    from analysis.studies import study_arrow_tables
+
+    campaign = write_study_campaign(tmp_path, "grid")
+    table = study_arrow_tables(campaign)["metric_benefit"]
+    assert {"lossy_path", "loss_pct", "rate_bps", "benefit"} <= set(table.column_names)
+    assert "cell" in table.schema.field("rate_bps").metadata[b"description"].decode()
+    rows = table.to_pylist()
+    assert {(r["rate_bps"], r["loss_pct"]) for r in rows} == {(rate, loss) for rate in (10e6, 20e6) for loss in (0.1, 1.0)}
+    assert sorted({round(r["benefit"], 3) for r in rows}) == [-0.5, 0.0, 0.375]
+    for f in campaign.glob("runs/*/params.json"):
+        f.unlink()
+    assert study_arrow_tables(campaign)["metric_benefit"].to_pylist() == rows

@@ -149,3 +149,36 @@ def test_the_lossy_condition_of_a_campaign():
     assert lossy_condition(by_event) == {"lossy_path": "lte", "loss_pct": 1.0, "rate_bps": 20e6}
     by_hop = {"impairments": {"wifi": {"rate_bps": 10e6, "loss_pct": 0.01}}}
     assert lossy_condition(by_hop) == {"lossy_path": "wifi", "loss_pct": 0.01, "rate_bps": 10e6}
+
+
+def test_the_lossy_condition_of_a_run_of_seed_003s_grid():
+    from analysis.studies import lossy_condition
+
+    campaign = {"impairments": {"wifi": {"rate_bps": 30e6, "delay_ms": 5}, "lte": {"delay_ms": 37.5}},
+                "events": [{"at_s": 0, "path": "wifi", "loss_pct": 1, "direction": "up"}]}
+    # the run's levels win over the campaign's hop and event; a 0 % level is a lossy path's cell too
+    assert lossy_condition(campaign, {"link_rate_bps": 10e6, "lte_loss_pct": 0.1}) == {
+        "lossy_path": "lte", "loss_pct": 0.1, "rate_bps": 10e6}
+    assert lossy_condition(campaign, {"wifi_loss_pct": 0.0}) == {"lossy_path": "wifi", "loss_pct": 0.0,
+                                                                  "rate_bps": 30e6}
+    assert lossy_condition(campaign, {"wifi_loss_pct": None, "link_rate_bps": None}) == lossy_condition(campaign)
+    assert lossy_condition({}, {"link_rate_bps": 20e6}) == {"lossy_path": None, "loss_pct": None, "rate_bps": 20e6}
+
+
+def test_benefit_rows_compare_within_each_cell_of_the_grid():
+    """C_i is the best single-path run of the same (rate, loss) cell, never of another cell."""
+    def run(run_id, homing, goodput, rate, loss, policy="none"):
+        return {"run_id": run_id, "homing": homing, "policy": policy, "goodput_bps": goodput, "cc": "balia",
+                "setup": "I", "volume_bytes": None, "duration_s": 20.0, "lossy_path": "wifi", "loss_pct": loss,
+                "rate_bps": rate}
+    runs = [run("w-10-1", "wifi", 6e6, 10e6, 1), run("l-10-1", "lte", 9e6, 10e6, 1),
+            run("w-20-1", "wifi", 12e6, 20e6, 1), run("l-20-1", "lte", 18e6, 20e6, 1),
+            run("w-10-10", "wifi", 1e6, 10e6, 10), run("l-10-10", "lte", 9e6, 10e6, 10),
+            run("d-10-1", "dual", 12e6, 10e6, 1), run("d-20-1", "dual", 18e6, 20e6, 1, "loss-aware"),
+            run("d-10-10", "dual", 4.5e6, 10e6, 10)]
+    rows = {r["run_id"]: r for r in benefit_rows(runs)}
+    assert (rows["d-10-1"]["c_wifi_bps"], rows["d-10-1"]["c_lte_bps"]) == (6e6, 9e6)
+    assert rows["d-10-1"]["benefit"] == pytest.approx(0.5)  # (12 - 9) / 6
+    assert rows["d-20-1"]["benefit"] == 0.0 and rows["d-20-1"]["policy"] == "loss-aware"  # G = Cmax = 18
+    assert rows["d-10-10"]["benefit"] == pytest.approx(-0.5)  # (4.5 - 9) / 9
+    assert (rows["d-10-10"]["rate_bps"], rows["d-10-10"]["loss_pct"], rows["d-10-10"]["lossy_path"]) == (10e6, 10, "wifi")

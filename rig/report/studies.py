@@ -9,8 +9,8 @@ from pathlib import Path
 import matplotlib.pyplot as plt
 
 from analysis.studies import study_tables
-from analysis.study_figures import (benefit_figure, cv_figure, fct_figure, rtt_figure, size_label, timeline_figure,
-                                    traffic_figure)
+from analysis.study_figures import (benefit_curves, benefit_figure, cv_figure, fct_figure, rtt_figure, size_label,
+                                    timeline_figure, traffic_figure)
 
 MAX_TIMELINES = 3  # runs drawn as timelines (cut runs first); the recovery table has them all
 
@@ -66,6 +66,11 @@ def _fct(t: dict, out: Path) -> dict:
             "text": "Mean flow completion time per size; MPTCP (dual-homed) against the best single path."}
 
 
+def _cell_order(key: tuple) -> tuple:
+    """(lossy path, loss, rate, policy) in numeric order, empty values first."""
+    return tuple((v is not None, v if isinstance(v, (int, float)) else str(v)) for v in key)
+
+
 def _benefit(t: dict, out: Path) -> dict:
     rows = t["metric_benefit"]
     cells = defaultdict(list)
@@ -74,13 +79,15 @@ def _benefit(t: dict, out: Path) -> dict:
     table = [[str(k[0] or "-"), "-" if k[1] is None else f"{k[1]:g}", _n(k[2], 0, 1e6), k[3], str(len(c)),
               _n(_mean([r["benefit"] for r in c])), _n(min(r["benefit"] for r in c)), _n(max(r["benefit"] for r in c)),
               _n(_mean([r["g_bps"] for r in c]), 2, 1e6), _n(c[0]["c_wifi_bps"], 2, 1e6), _n(c[0]["c_lte_bps"], 2, 1e6)]
-             for k, c in sorted(cells.items(), key=lambda kv: tuple(str(x) for x in kv[0]))]
-    item = _item(out, "benefit", benefit_figure(rows), "aggregation benefit Ben(M)",
-                 ["lossy link", "loss %", "rate Mbit/s", "policy", "runs", "mean Ben(M)", "min", "max",
-                  "G Mbit/s", "C wifi", "C lte"], table)
-    return {"id": "study-benefit", "title": "Aggregation benefit Ben(M) on a lossy link", "items": [item],
+             for k, c in sorted(cells.items(), key=lambda kv: _cell_order(kv[0]))]
+    items = [_item(out, "benefit", benefit_figure(rows), "aggregation benefit Ben(M)",
+                   ["lossy link", "loss %", "rate Mbit/s", "policy", "runs", "mean Ben(M)", "min", "max",
+                    "G Mbit/s", "C wifi", "C lte"], table)]
+    if len({r["rate_bps"] for r in rows if r["rate_bps"] is not None}) > 1:  # a grid of rates: Fig. 3's goodput too
+        items.append(_item(out, "benefit-goodput", benefit_curves(rows, "g_bps"), "MPTCP goodput per policy", [], []))
+    return {"id": "study-benefit", "title": "Aggregation benefit Ben(M) on a lossy link", "items": items,
             "text": "Ben(M) = (G - Cmax) / (sum Ci - Cmax) when G >= Cmax, else (G - Cmax) / Cmax; Ci: the best "
-                    "single-path goodput of the same condition over its repetitions."}
+                    "single-path goodput of the same cell (lossy link, loss, rate) over its repetitions."}
 
 
 def _timeline(t: dict, out: Path) -> dict:
