@@ -20,7 +20,7 @@ from pathlib import Path
 
 from rig import congestion
 from rig.topology import B_SIDE, Pair, RadioInterface, Topology, station
-from rig.errors import InputError
+from rig.errors import InputError, RigError
 from rig.run.agents import AgentPool
 from rig.transport.ssh import DEFAULT_AGENT, SshTransport
 
@@ -150,3 +150,27 @@ def node_cc_facts(lab: Lab, hosts: list[str], control_dir: Path) -> dict[str, co
     control_dir.mkdir(parents=True, exist_ok=True)
     with AgentPool(lab_transport(lab, hosts, control_dir), hosts) as agents:
         return agents.each(hosts, lambda a: congestion.facts_from(a.request("facts")))
+
+
+def _emulated(lab: Lab, host: str) -> bool:
+    return str(lab.var(host, "node_emulated", False)).lower() in ("true", "yes", "1")
+
+
+def clock_problems(clocks: dict[str, dict]) -> list[str]:
+    """Nodes whose clock chrony does not keep, from their agents' `clock` replies."""
+    return [f"{h}: {c.get('source') or 'no offset'}" for h, c in sorted(clocks.items()) if c.get("offset_s") is None]
+
+
+def check_clocks(lab: Lab, hosts: list[str], control_dir: Path) -> None:
+    """Each node times its runs on its own clock (T0, the first and last byte): a node that chrony
+    does not keep synchronised to the controller is refused before a campaign writes anything.
+    Emulated nodes (node_emulated) share the host's clock: there is nothing to keep."""
+    hosts = [h for h in hosts if not _emulated(lab, h)]
+    if not hosts:
+        return
+    control_dir.mkdir(parents=True, exist_ok=True)
+    with AgentPool(lab_transport(lab, hosts, control_dir), hosts) as agents:
+        problems = clock_problems(agents.each(hosts, lambda a: a.request("clock")))
+    if problems:
+        raise RigError(f"clock not synchronised by chrony on {'; '.join(problems)} (the node role runs chrony following "
+                       f"the controller; chronyc tracking on the node says why)")

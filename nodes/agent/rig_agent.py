@@ -11,7 +11,8 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
   paths      plan                -> {}   the node's routing policy (rig_node/routing.py) and sysctls
   sysctl     values              -> {}   sysctls from the allowlist (rig_node/sysctls.py)
   facts                          -> what the kernel can run (rig_node/facts.py)
-  clock                          -> {"offset_s", "source"}   the clock's offset as chrony sees it
+  clock                          -> {"offset_s", "bound_s", "source"}   the clock's offset and
+                                            chrony's bound on its error (none: not synchronised)
   launch     key, program, args, at  -> {}   a traffic program (rig_node/programs.py: the rig's
                                             transfer, iperf3) at `at`
   wait       key, timeout        -> {"started_at", "ended_at", "rc", "stdout", "stderr"[, "timed_out"]}

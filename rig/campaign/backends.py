@@ -129,7 +129,7 @@ class LabBackend:
         self.current: tuple | None = None
 
     def check(self, campaign: Campaign, source: str) -> None:
-        from rig.lab import NODE_CC_FIX, lab_topology, node_cc_facts
+        from rig.lab import NODE_CC_FIX, check_clocks, lab_topology, node_cc_facts
         from rig.run.timeline import check_for_lab
 
         check_for_lab(campaign.events, source)
@@ -148,6 +148,7 @@ class LabBackend:
                 why = congestion.why_not(cc, facts[host], NODE_CC_FIX)
                 if why:
                     raise InputError(source, f"factors.cc[{i}]", f"{cc!r} cannot run on {host}: {why}")
+        check_clocks(self.lab, sorted({h for topo in topos for h in topo.nodes}), self.state_dir)
 
     def _reconfigure(self, settings: RadioSettings) -> None:
         template = os.environ.get(RECONFIGURE_ENV)

@@ -40,13 +40,23 @@ def kernel_facts() -> dict:
 
 
 def clock_offset() -> dict:
-    """This node's clock offset from its NTP source as chrony sees it (`chronyc -c tracking`,
-    field 5: the system time's offset, seconds), or none where chrony does not run."""
+    """This node's clock offset from its NTP source as chrony sees it (`chronyc -c tracking`), or
+    none where chrony does not run or is not synchronised."""
     if shutil.which("chronyc") is None:
         return {"offset_s": None, "source": "no chronyc"}
     p = subprocess.run(["chronyc", "-c", "tracking"], capture_output=True, text=True, timeout=5)
-    fields = p.stdout.strip().split(",")
+    return parse_tracking(p.stdout, p.stderr)
+
+
+def parse_tracking(stdout: str, stderr: str = "") -> dict:
+    """`chronyc -c tracking`'s line: field 5 is the system time's offset (seconds), 11 and 12 the
+    root delay and dispersion, 14 the leap status. bound_s is chrony's bound on the clock's error,
+    |offset| + root dispersion + root delay / 2. An unsynchronised chrony reports offset 0: none."""
+    fields = stdout.strip().split(",")
     try:
-        return {"offset_s": float(fields[4]), "source": fields[1] or fields[0]}
+        offset, delay, dispersion, leap = float(fields[4]), float(fields[10]), float(fields[11]), fields[13]
     except (IndexError, ValueError):
-        return {"offset_s": None, "source": (p.stderr or p.stdout).strip()[-200:] or "chronyc said nothing"}
+        return {"offset_s": None, "source": (stderr or stdout).strip()[-200:] or "chronyc said nothing"}
+    if leap == "Not synchronised":
+        return {"offset_s": None, "source": "chrony is not synchronised"}
+    return {"offset_s": offset, "bound_s": abs(offset) + dispersion + delay / 2, "source": fields[1] or fields[0]}
