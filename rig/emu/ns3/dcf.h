@@ -5,50 +5,30 @@
 #pragma once
 
 #include "dcf_medium.h"
-#include "edge.h"
 #include "json.h"
-#include "network.h"
+#include "station_star.h"
 
-#include "tap.h"
-
-#include <map>
 #include <memory>
-#include <string>
 #include <vector>
 
 namespace rigemu
 {
 
-class DcfNetwork : public RadioNetwork
+class DcfNetwork : public StationStar
 {
   public:
     explicit DcfNetwork(const Json& config);
 
     void WriteStats(std::FILE* out, double unixTime) override;
-    bool HasStation(const std::string& tap) const override { return FindEdge(m_edges, tap) != nullptr; }
-    Pipe* StationPipe(const std::string& tap, bool up) override
-    {
-        StationEdge* edge = FindEdge(m_edges, tap);
-        return edge ? edge->ControlPipe(up) : nullptr;
-    }
 
   private:
-    bool FromGateway(ns3::Ptr<ns3::NetDevice>,
-                     ns3::Ptr<const ns3::Packet> packet,
-                     uint16_t protocol,
-                     const ns3::Address& from,
-                     const ns3::Address& to,
-                     ns3::NetDevice::PacketType);
+    void FromGateway(Frame frame) override { ApSend(std::move(frame)); }
+    void FromStation(size_t station, Frame frame) override { ToRadio(station, std::move(frame)); }
     void FromAir(int from, int to, Frame&& frame);
     // The AP's downlink towards `dst` (a station's MAC; group or unknown: every station).
     void ApSend(Frame frame);
 
-    ns3::Ptr<ns3::UniformRandomVariable> m_random;
-    ns3::Ptr<TapNetDevice> m_gateway;
-    std::vector<std::unique_ptr<StationEdge>> m_edges;
-    std::vector<ns3::Ptr<TapNetDevice>> m_ports; // each station's radio (the edge's uplink ends here)
-    std::map<ns3::Mac48Address, int> m_nodeOfMac; // station MAC -> medium node (1..N)
-    std::unique_ptr<DcfMedium> m_medium;
+    std::unique_ptr<DcfMedium> m_medium; // its node i + 1 is station i, node 0 the AP
     std::vector<DcfCounters> m_reported; // per node, as of the last stats line
     double m_reportedBusyS = 0;
 };

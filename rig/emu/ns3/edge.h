@@ -1,5 +1,6 @@
-// The edge of a radio network (kinds lte, wifi): a station's TAP, bridged to its radio device
-// through optional impairment pipes (rate, delay, jitter, loss on top of the radio, seed 003).
+// The edge of a radio network (every kind; links, dcf and lte_tti through station_star.h): a
+// station's TAP, bridged to its radio device through optional impairment pipes (rate, delay,
+// jitter, loss on top of the radio, seed 003).
 #pragma once
 
 #include "json.h"
@@ -8,6 +9,7 @@
 #include "tap.h"
 #include "ns3/mac48-address.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <functional>
 #include <memory>
@@ -48,6 +50,12 @@ class StationEdge
     // The up or down impairment pipe for a runtime change; made (passing frames unchanged
     // until changed) if the config had none, so an unimpaired station costs nothing per frame.
     Pipe* ControlPipe(bool up);
+    // Pipes ControlPipe makes hold at least `packets` frames, whatever the config says (lte_tti).
+    void KeepControlQueueAtLeast(uint32_t packets)
+    {
+        m_upConfig.queuePackets = std::max(m_upConfig.queuePackets, packets);
+        m_downConfig.queuePackets = std::max(m_downConfig.queuePackets, packets);
+    }
 
     // Radio-side counters: frames the radio carried for this station in the last second.
     void CountUp(uint32_t bytes);

@@ -1,35 +1,13 @@
 #include "lte_tti_network.h"
 
-#include "edge.h"
-
-#include <cmath>
+#include <cstdio>
+#include <string>
 
 namespace rigemu
 {
 
 namespace
 {
-
-// Where the up impairment pipe hands a frame over: the cell's uplink of one station.
-class CellPort : public TapNetDevice
-{
-  public:
-    std::function<void(Frame)> into;
-
-    bool SendFrom(ns3::Ptr<ns3::Packet> packet,
-                  const ns3::Address& source,
-                  const ns3::Address& dest,
-                  uint16_t protocol) override
-    {
-        Frame frame;
-        frame.packet = packet;
-        frame.src = ns3::Mac48Address::ConvertFrom(source);
-        frame.dst = ns3::Mac48Address::ConvertFrom(dest);
-        frame.protocol = protocol;
-        into(std::move(frame));
-        return true;
-    }
-};
 
 // Per-second deltas of one direction's cell counters as JSON members ("ul_", "dl_").
 std::string
@@ -59,217 +37,65 @@ CellMembers(const char* prefix, const LteTtiCounters& now, LteTtiCounters& repor
 } // namespace
 
 LteTtiNetwork::LteTtiNetwork(const Json& config)
-    : m_random(ns3::CreateObject<ns3::UniformRandomVariable>())
+    : StationStar(config)
 {
     const Json& cell = config.At("lte_tti");
     std::vector<LteTtiUeRadio> radios;
     Json none;
     none.type = Json::Type::Object;
-    for (const Json& s : config.At("stations").array)
+    for (const auto& edge : m_edges)
     {
-        std::string tap = s.Str("tap");
-        bool own = cell.Has("ues") && cell.At("ues").Has(tap);
-        radios.push_back(LteTtiUeRadio::From(own ? cell.At("ues").At(tap) : none, cell));
+        bool own = cell.Has("ues") && cell.At("ues").Has(edge->Tap());
+        radios.push_back(LteTtiUeRadio::From(own ? cell.At("ues").At(edge->Tap()) : none, cell));
+        edge->KeepControlQueueAtLeast(50);
     }
     m_cell = std::make_unique<LteTtiCell>(
         LteTtiConfig::From(cell),
         std::move(radios),
         [this](size_t ue, bool up, Frame frame, ns3::Time enqueued) { OutOfCell(ue, up, std::move(frame), enqueued); });
-
-    auto receive = ns3::MakeCallback(&LteTtiNetwork::Receive, this);
-    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
-    m_gateway->SetPromiscReceiveCallback(receive);
-    const auto& stations = config.At("stations").array;
-    m_stations.resize(stations.size());
-    for (size_t i = 0; i < stations.size(); ++i)
-    {
-        Station& s = m_stations[i];
-        s.tap = stations[i].Str("tap");
-        s.up = MakePipe(stations[i].At("up"), m_random);
-        s.down = MakePipe(stations[i].At("down"), m_random);
-        s.upConfig = PipeConfigFrom(stations[i].At("up"));
-        s.downConfig = PipeConfigFrom(stations[i].At("down"));
-        s.device = MakeTapDevice(OpenTap(s.tap));
-        s.device->SetPromiscReceiveCallback(receive);
-        auto port = ns3::CreateObject<CellPort>();
-        port->into = [this, i](Frame frame) { IntoCell(i, std::move(frame)); };
-        s.cellPort = port;
-    }
-    m_reportedUp.assign(m_stations.size(), LteTtiCounters());
-    m_reportedDown.assign(m_stations.size(), LteTtiCounters());
-}
-
-bool
-LteTtiNetwork::Receive(ns3::Ptr<ns3::NetDevice> device,
-                       ns3::Ptr<const ns3::Packet> packet,
-                       uint16_t protocol,
-                       const ns3::Address& from,
-                       const ns3::Address& to,
-                       ns3::NetDevice::PacketType)
-{
-    Frame frame = Frame::Of(packet, from, to, protocol);
-    if (device == m_gateway)
-    {
-        FromGateway(std::move(frame));
-        return true;
-    }
-    for (size_t i = 0; i < m_stations.size(); ++i)
-    {
-        if (device == m_stations[i].device)
-        {
-            FromStation(i, std::move(frame));
-            break;
-        }
-    }
-    return true;
+    ConnectRadio([this](size_t ue, Frame frame) { m_cell->Enqueue(ue, true, std::move(frame)); });
+    m_reportedUp.assign(m_edges.size(), LteTtiCounters());
+    m_reportedDown.assign(m_edges.size(), LteTtiCounters());
 }
 
 void
 LteTtiNetwork::FromStation(size_t index, Frame frame)
 {
-    if (!frame.src.IsGroup())
-    {
-        m_stationOfMac[frame.src] = index;
-    }
-    Station& s = m_stations[index];
-    frame.nHops = 0;
-    frame.next = 0;
-    if (s.up)
-    {
-        frame.hops[frame.nHops++] = s.up.get();
-    }
-    frame.out = s.cellPort;
-    frame.Forward();
-}
-
-void
-LteTtiNetwork::IntoCell(size_t index, Frame frame)
-{
-    m_cell->Enqueue(index, true, std::move(frame));
-}
-
-void
-LteTtiNetwork::OutOfCell(size_t index, bool up, Frame frame, ns3::Time)
-{
-    Station& s = m_stations[index];
-    if (!up)
-    {
-        s.downFrames++;
-        s.downBytes += frame.WireBytes();
-        frame.nHops = 0;
-        frame.next = 0;
-        if (s.down)
-        {
-            frame.hops[frame.nHops++] = s.down.get();
-        }
-        frame.out = s.device;
-        frame.Forward();
-        return;
-    }
-    s.upFrames++;
-    s.upBytes += frame.WireBytes();
-    // At the eNodeB: to the gateway, or (another UE's MAC, or broadcast) down that UE's downlink.
-    auto known = m_stationOfMac.find(frame.dst);
-    if (!frame.dst.IsGroup() && known != m_stationOfMac.end())
-    {
-        if (known->second != index)
-        {
-            ToStation(known->second, std::move(frame));
-        }
-        return;
-    }
-    if (frame.dst.IsGroup())
-    {
-        for (size_t j = 0; j < m_stations.size(); ++j)
-        {
-            if (j != index)
-            {
-                Frame copy = frame;
-                copy.packet = frame.packet->Copy();
-                ToStation(j, std::move(copy));
-            }
-        }
-    }
-    m_gateway->SendFrom(frame.packet, frame.src, frame.dst, frame.protocol);
-}
-
-void
-LteTtiNetwork::ToStation(size_t index, Frame frame)
-{
-    m_cell->Enqueue(index, false, std::move(frame));
+    Learn(index, frame.src);
+    ToRadio(index, std::move(frame));
 }
 
 void
 LteTtiNetwork::FromGateway(Frame frame)
 {
-    auto known = m_stationOfMac.find(frame.dst);
-    if (frame.dst.IsGroup() || known == m_stationOfMac.end())
+    BridgeFromGateway(std::move(frame), [this](size_t to, Frame f) { ToStation(to, std::move(f)); });
+}
+
+void
+LteTtiNetwork::OutOfCell(size_t index, bool up, Frame frame, ns3::Time)
+{
+    if (!up)
     {
-        for (size_t j = 0; j < m_stations.size(); ++j)
-        {
-            Frame copy = frame;
-            copy.packet = frame.packet->Copy();
-            ToStation(j, std::move(copy));
-        }
+        m_edges[index]->Downlink(std::move(frame));
         return;
     }
-    ToStation(known->second, std::move(frame));
-}
-
-bool
-LteTtiNetwork::HasStation(const std::string& tap) const
-{
-    for (const auto& s : m_stations)
-    {
-        if (s.tap == tap)
-        {
-            return true;
-        }
-    }
-    return false;
-}
-
-Pipe*
-LteTtiNetwork::StationPipe(const std::string& tap, bool up)
-{
-    for (auto& s : m_stations)
-    {
-        if (s.tap == tap)
-        {
-            // Made on first use (passing frames unchanged until changed), like lte/wifi.
-            std::unique_ptr<Pipe>& pipe = up ? s.up : s.down;
-            if (!pipe)
-            {
-                PipeConfig c = up ? s.upConfig : s.downConfig;
-                c.queuePackets = std::max<uint32_t>(c.queuePackets, 50);
-                pipe = std::make_unique<Pipe>(c, m_random);
-            }
-            return pipe.get();
-        }
-    }
-    return nullptr;
+    // At the eNodeB: to the gateway, or (another UE's MAC, or broadcast) down that UE's downlink.
+    m_edges[index]->CountUp(frame.WireBytes());
+    BridgeFromStation(
+        index,
+        std::move(frame),
+        [this](size_t to, Frame f) { ToStation(to, std::move(f)); },
+        [this](Frame f) { m_gateway->SendFrom(f.packet, f.src, f.dst, f.protocol); });
 }
 
 void
 LteTtiNetwork::WriteStats(std::FILE* out, double unixTime)
 {
-    for (size_t i = 0; i < m_stations.size(); ++i)
+    for (size_t i = 0; i < m_edges.size(); ++i)
     {
-        Station& s = m_stations[i];
         std::string ul = CellMembers("ul_", m_cell->Counters(i, true), m_reportedUp[i], m_cell->QueuedBytes(i, true));
         std::string dl = CellMembers("dl_", m_cell->Counters(i, false), m_reportedDown[i], m_cell->QueuedBytes(i, false));
-        std::fprintf(out,
-                     "{\"t\": %.3f, \"station\": \"%s\", \"up_frames\": %llu, \"up_bytes\": %llu, "
-                     "\"down_frames\": %llu, \"down_bytes\": %llu%s%s}\n",
-                     unixTime,
-                     s.tap.c_str(),
-                     static_cast<unsigned long long>(s.upFrames),
-                     static_cast<unsigned long long>(s.upBytes),
-                     static_cast<unsigned long long>(s.downFrames),
-                     static_cast<unsigned long long>(s.downBytes),
-                     ul.c_str(),
-                     dl.c_str());
-        s.upFrames = s.upBytes = s.downFrames = s.downBytes = 0;
+        m_edges[i]->WriteStats(out, unixTime, ul + dl);
     }
 }
 
