@@ -65,13 +65,10 @@ template struct CqiPeriodSetter<&ns3::LteUePhy::SetDownlinkCqiPeriodicity>;
 
 } // namespace
 
-LteNetwork::LteNetwork(const Json& config)
-    : m_random(ns3::CreateObject<ns3::UniformRandomVariable>()),
-      m_modemMac("02:00:00:00:00:01")
+LenaCell::LenaCell(const Json& cell, size_t ues)
+    : nUes(ues)
 {
-    const Json& cell = config.At("lte");
     auto prb = static_cast<uint32_t>(cell.Num("prb"));
-
     // Cheaper models where they do not change what a UE gets from the cell, so the cell keeps
     // up with the wall clock: ideal RRC signalling, control channels without errors.
     ns3::Config::SetDefault("ns3::LteSpectrumPhy::CtrlErrorModelEnabled", ns3::BooleanValue(false));
@@ -79,33 +76,53 @@ LteNetwork::LteNetwork(const Json& config)
                             ns3::UintegerValue(static_cast<uint32_t>(cell.Num("rlc_buffer_bytes", 256 * 1024))));
     // Fixed UE power (no closed-loop power control), so the profile's power per PRB holds.
     ns3::Config::SetDefault("ns3::LteUePhy::EnableUplinkPowerControl", ns3::BooleanValue(false));
-    ns3::Config::SetDefault("ns3::LteUePhy::TxPower", ns3::DoubleValue(cell.Num("ue_tx_power_dbm")));
-    ns3::Config::SetDefault("ns3::LteEnbRrc::SrsPeriodicity", ns3::UintegerValue(config.At("stations").array.size() > 18 ? 80 : 20));
+    ns3::Config::SetDefault("ns3::LteUePhy::TxPower", ns3::DoubleValue(cell.Num("ue_tx_power_dbm", 23)));
+    ns3::Config::SetDefault("ns3::LteEnbRrc::SrsPeriodicity", ns3::UintegerValue(ues > 18 ? 80 : 20));
 
-    m_lte = ns3::CreateObject<ns3::LteHelper>();
-    m_lte->SetAttribute("UseIdealRrc", ns3::BooleanValue(true));
-    auto epc = ns3::CreateObject<ns3::PointToPointEpcHelper>();
-    m_lte->SetEpcHelper(epc);
-    m_lte->SetSchedulerType(cell.Str("scheduler", "ns3::PfFfMacScheduler"));
-    m_lte->SetEnbDeviceAttribute("DlBandwidth", ns3::UintegerValue(prb));
-    m_lte->SetEnbDeviceAttribute("UlBandwidth", ns3::UintegerValue(prb));
-    m_lte->SetEnbDeviceAttribute("DlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("dl_earfcn"))));
-    m_lte->SetEnbDeviceAttribute("UlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("ul_earfcn"))));
+    lte = ns3::CreateObject<ns3::LteHelper>();
+    lte->SetAttribute("UseIdealRrc", ns3::BooleanValue(true));
+    epc = ns3::CreateObject<ns3::PointToPointEpcHelper>();
+    lte->SetEpcHelper(epc);
+    lte->SetSchedulerType(cell.Str("scheduler", "ns3::PfFfMacScheduler"));
+    lte->SetEnbDeviceAttribute("DlBandwidth", ns3::UintegerValue(prb));
+    lte->SetEnbDeviceAttribute("UlBandwidth", ns3::UintegerValue(prb));
+    lte->SetEnbDeviceAttribute("DlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("dl_earfcn"))));
+    lte->SetEnbDeviceAttribute("UlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("ul_earfcn"))));
+}
 
-    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
-    m_edges = OpenStationEdges(config, m_random);
-
-    ns3::NodeContainer enbNode(1);
-    ns3::NodeContainer ueNodes(m_edges.size());
+void
+LenaCell::Install(const Json& cell)
+{
+    enbNode.Create(1);
+    ueNodes.Create(nUes);
     PlaceAround(enbNode.Get(0), 30, ueNodes, cell.Num("distance_m"));
-
-    ns3::NetDeviceContainer enbDevices = m_lte->InstallEnbDevice(enbNode);
-    ns3::NetDeviceContainer ueDevices = m_lte->InstallUeDevice(ueNodes);
-
-    // Each UE carries its node's address, so the PGW routes the node's traffic to it.
+    enbDevices = lte->InstallEnbDevice(enbNode);
+    ueDevices = lte->InstallUeDevice(ueNodes);
     ns3::InternetStackHelper internet;
     internet.Install(ueNodes);
-    ns3::Ptr<ns3::Node> pgw = epc->GetPgwNode();
+    for (size_t i = 0; i < nUes; ++i)
+    {
+        // Downlink CQI as often as the real eNodeB asks for it (rr.conf cqi_report_cnfg period),
+        // not ns-3's ideal every subframe: each report costs a transport-block error estimate
+        // per MCS, most of an idle cell's CPU.
+        auto ue = ns3::DynamicCast<ns3::LteUeNetDevice>(ueDevices.Get(i));
+        SetDownlinkCqiPeriod(*ue->GetPhy(), ns3::MilliSeconds(static_cast<int64_t>(cell.Num("cqi_period_ms", 40))));
+    }
+}
+
+LteNetwork::LteNetwork(const Json& config)
+    : m_random(ns3::CreateObject<ns3::UniformRandomVariable>()),
+      m_lena(config.At("lte"), config.At("stations").array.size()),
+      m_modemMac("02:00:00:00:00:01")
+{
+    const Json& cell = config.At("lte");
+    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
+    m_edges = OpenStationEdges(config, m_random);
+    m_lena.Install(cell);
+    const ns3::NodeContainer& ueNodes = m_lena.ueNodes;
+
+    // Each UE carries its node's address, so the PGW routes the node's traffic to it.
+    ns3::Ptr<ns3::Node> pgw = m_lena.epc->GetPgwNode();
     auto pgwIpv4 = pgw->GetObject<ns3::Ipv4>();
     ns3::Ipv4StaticRoutingHelper routing;
     auto pgwRouting = routing.GetStaticRouting(pgwIpv4);
@@ -124,20 +141,16 @@ LteNetwork::LteNetwork(const Json& config)
     const auto& stations = config.At("stations").array;
     for (size_t i = 0; i < m_edges.size(); ++i)
     {
-        auto ue = ns3::DynamicCast<ns3::LteUeNetDevice>(ueDevices.Get(i));
+        auto ue = ns3::DynamicCast<ns3::LteUeNetDevice>(m_lena.ueDevices.Get(i));
         auto ipv4 = ueNodes.Get(i)->GetObject<ns3::Ipv4>();
         int32_t ifIndex = ipv4->AddInterface(ue);
         ns3::Ipv4InterfaceAddress address = ParseCidr(stations[i].Str("address"));
         ipv4->AddAddress(ifIndex, address);
         ipv4->SetUp(ifIndex);
         pgwRouting->AddHostRouteTo(address.GetLocal(), tunnel);
-        // Downlink CQI as often as the real eNodeB asks for it (rr.conf cqi_report_cnfg period),
-        // not ns-3's ideal every subframe: each report costs a transport-block error estimate
-        // per MCS, most of an idle cell's CPU.
-        SetDownlinkCqiPeriod(*ue->GetPhy(), ns3::MilliSeconds(static_cast<int64_t>(cell.Num("cqi_period_ms", 40))));
         m_ues.push_back(ue);
     }
-    m_lte->Attach(ueDevices, enbDevices.Get(0));
+    m_lena.lte->Attach(m_lena.ueDevices, m_lena.enbDevices.Get(0));
     ConnectSgi(pgw, cell);
 
     m_nodeMac.assign(m_edges.size(), ns3::Mac48Address::GetBroadcast());
@@ -148,7 +161,7 @@ LteNetwork::LteNetwork(const Json& config)
         // Replaces the UE node's IP stack as the receiver: downlink packets go to the TAP.
         m_ues[i]->SetReceiveCallback(ns3::MakeCallback(&LteNetwork::FromAirAtUe, this).Bind(i));
     }
-    auto enb = ns3::DynamicCast<ns3::LteEnbNetDevice>(enbDevices.Get(0));
+    auto enb = ns3::DynamicCast<ns3::LteEnbNetDevice>(m_lena.enbDevices.Get(0));
     enb->GetMac()->TraceConnectWithoutContext("UlScheduling", ns3::MakeCallback(&LteNetwork::OnUlScheduling, this));
     enb->GetPhy()->TraceConnectWithoutContext("ReportUeSinr", ns3::MakeCallback(&LteNetwork::OnUeSinr, this));
     enb->GetMac()->TraceConnectWithoutContext("DlScheduling", ns3::MakeCallback(&LteNetwork::OnDlScheduling, this));

@@ -12,6 +12,9 @@
 #include "ns3/lte-common.h"
 #include "ns3/lte-helper.h"
 #include "ns3/lte-ue-net-device.h"
+#include "ns3/net-device-container.h"
+#include "ns3/node-container.h"
+#include "ns3/point-to-point-epc-helper.h"
 
 #include <map>
 #include <memory>
@@ -19,6 +22,28 @@
 
 namespace rigemu
 {
+
+// ns-3's LENA cell with its EPC as kind lte sets it up; the LTE calibration (lte_calibrate.cc)
+// builds the same cell. In two steps, so a caller can make nodes of its own in between: the
+// order in which objects are made fixes their random streams, and so the results.
+struct LenaCell
+{
+    // The helpers, from the cell's fields (prb, dl_earfcn, ul_earfcn, scheduler,
+    // rlc_buffer_bytes, ue_tx_power_dbm), for `ues` UEs.
+    LenaCell(const Json& cell, size_t ues);
+
+    // The eNodeB and the UEs on a circle around it (distance_m), their devices, an IP stack on
+    // each UE and its downlink CQI period (cqi_period_ms).
+    void Install(const Json& cell);
+
+    size_t nUes;
+    ns3::Ptr<ns3::LteHelper> lte;
+    ns3::Ptr<ns3::PointToPointEpcHelper> epc;
+    ns3::NodeContainer enbNode;
+    ns3::NodeContainer ueNodes;
+    ns3::NetDeviceContainer enbDevices;
+    ns3::NetDeviceContainer ueDevices;
+};
 
 class LteNetwork : public RadioNetwork
 {
@@ -64,7 +89,7 @@ class LteNetwork : public RadioNetwork
     RadioCounters* CountersOf(uint16_t rnti);
 
     ns3::Ptr<ns3::UniformRandomVariable> m_random;
-    ns3::Ptr<ns3::LteHelper> m_lte;
+    LenaCell m_lena;
     ns3::Ptr<TapNetDevice> m_gateway;
     std::vector<std::unique_ptr<StationEdge>> m_edges;
     std::vector<ns3::Ptr<ns3::LteUeNetDevice>> m_ues;

@@ -1,24 +1,17 @@
 #include "lte_calibrate.h"
 
 #include "json.h"
-#include "layout.h"
+#include "lte.h"
 #include "lte_tti.h"
 
-#include "ns3/boolean.h"
-#include "ns3/config.h"
 #include "ns3/data-rate.h"
-#include "ns3/double.h"
 #include "ns3/inet-socket-address.h"
 #include "ns3/internet-stack-helper.h"
 #include "ns3/ipv4-address-helper.h"
 #include "ns3/ipv4-static-routing-helper.h"
 #include "ns3/lte-enb-mac.h"
 #include "ns3/lte-enb-net-device.h"
-#include "ns3/lte-helper.h"
-#include "ns3/lte-ue-net-device.h"
-#include "ns3/lte-ue-phy.h"
 #include "ns3/node-container.h"
-#include "ns3/point-to-point-epc-helper.h"
 #include "ns3/point-to-point-helper.h"
 #include "ns3/random-variable-stream.h"
 #include "ns3/rng-seed-manager.h"
@@ -108,20 +101,7 @@ Interval(const Scenario& s)
     return ns3::Seconds(g_gaps->GetValue(mean, 0));
 }
 
-// ---- ns-3's LENA cell, configured as kind lte (lte.cc) ----
-
-void SetDownlinkCqiPeriod(ns3::LteUePhy& phy, ns3::Time period);
-
-template <void (ns3::LteUePhy::*Setter)(ns3::Time)>
-struct CqiPeriodSetter
-{
-    friend void SetDownlinkCqiPeriod(ns3::LteUePhy& phy, ns3::Time period)
-    {
-        (phy.*Setter)(period);
-    }
-};
-
-template struct CqiPeriodSetter<&ns3::LteUePhy::SetDownlinkCqiPeriodicity>;
+// ---- ns-3's LENA cell, set up as kind lte sets it up (LenaCell, lte.cc) ----
 
 struct UdpFlow
 {
@@ -171,24 +151,9 @@ ns3::Ptr<ns3::LteHelper>
 RunLena(Run& run, const Json& cell, std::vector<std::unique_ptr<UdpFlow>>& flows)
 {
     const Scenario& s = run.s;
-    auto prb = static_cast<uint32_t>(cell.Num("prb"));
-    ns3::Config::SetDefault("ns3::LteSpectrumPhy::CtrlErrorModelEnabled", ns3::BooleanValue(false));
-    ns3::Config::SetDefault("ns3::LteRlcUm::MaxTxBufferSize",
-                            ns3::UintegerValue(static_cast<uint32_t>(cell.Num("rlc_buffer_bytes", 256 * 1024))));
-    ns3::Config::SetDefault("ns3::LteUePhy::EnableUplinkPowerControl", ns3::BooleanValue(false));
-    ns3::Config::SetDefault("ns3::LteUePhy::TxPower", ns3::DoubleValue(cell.Num("ue_tx_power_dbm", 23)));
-    ns3::Config::SetDefault("ns3::LteEnbRrc::SrsPeriodicity", ns3::UintegerValue(s.ues > 18 ? 80 : 20));
-    auto lte = ns3::CreateObject<ns3::LteHelper>();
-    lte->SetAttribute("UseIdealRrc", ns3::BooleanValue(true));
-    auto epc = ns3::CreateObject<ns3::PointToPointEpcHelper>();
-    lte->SetEpcHelper(epc);
-    lte->SetSchedulerType(cell.Str("scheduler", "ns3::PfFfMacScheduler"));
-    lte->SetEnbDeviceAttribute("DlBandwidth", ns3::UintegerValue(prb));
-    lte->SetEnbDeviceAttribute("UlBandwidth", ns3::UintegerValue(prb));
-    lte->SetEnbDeviceAttribute("DlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("dl_earfcn"))));
-    lte->SetEnbDeviceAttribute("UlEarfcn", ns3::UintegerValue(static_cast<uint32_t>(cell.Num("ul_earfcn"))));
+    LenaCell lena(cell, s.ues);
 
-    ns3::Ptr<ns3::Node> pgw = epc->GetPgwNode();
+    ns3::Ptr<ns3::Node> pgw = lena.epc->GetPgwNode();
     ns3::NodeContainer remote(1);
     ns3::InternetStackHelper internet;
     internet.Install(remote);
@@ -203,22 +168,15 @@ RunLena(Run& run, const Json& cell, std::vector<std::unique_ptr<UdpFlow>>& flows
     routing.GetStaticRouting(remote.Get(0)->GetObject<ns3::Ipv4>())
         ->AddNetworkRouteTo("7.0.0.0", "255.0.0.0", 1);
 
-    ns3::NodeContainer enbNode(1);
-    ns3::NodeContainer ueNodes(s.ues);
-    PlaceAround(enbNode.Get(0), 30, ueNodes, cell.Num("distance_m"));
-    ns3::NetDeviceContainer enbDevices = lte->InstallEnbDevice(enbNode);
-    ns3::NetDeviceContainer ueDevices = lte->InstallUeDevice(ueNodes);
-    internet.Install(ueNodes);
-    ns3::Ipv4InterfaceContainer ueAddresses = epc->AssignUeIpv4Address(ueDevices);
+    lena.Install(cell);
+    ns3::Ipv4InterfaceContainer ueAddresses = lena.epc->AssignUeIpv4Address(lena.ueDevices);
     for (int i = 0; i < s.ues; ++i)
     {
-        routing.GetStaticRouting(ueNodes.Get(i)->GetObject<ns3::Ipv4>())
-            ->SetDefaultRoute(epc->GetUeDefaultGatewayAddress(), 1);
-        auto ue = ns3::DynamicCast<ns3::LteUeNetDevice>(ueDevices.Get(i));
-        SetDownlinkCqiPeriod(*ue->GetPhy(), ns3::MilliSeconds(static_cast<int64_t>(cell.Num("cqi_period_ms", 40))));
+        routing.GetStaticRouting(lena.ueNodes.Get(i)->GetObject<ns3::Ipv4>())
+            ->SetDefaultRoute(lena.epc->GetUeDefaultGatewayAddress(), 1);
     }
-    lte->Attach(ueDevices, enbDevices.Get(0));
-    auto enb = ns3::DynamicCast<ns3::LteEnbNetDevice>(enbDevices.Get(0));
+    lena.lte->Attach(lena.ueDevices, lena.enbDevices.Get(0));
+    auto enb = ns3::DynamicCast<ns3::LteEnbNetDevice>(lena.enbDevices.Get(0));
     if (s.up)
     {
         enb->GetMac()->TraceConnectWithoutContext("UlScheduling", ns3::MakeBoundCallback(&OnUlScheduling, &run));
@@ -231,8 +189,8 @@ RunLena(Run& run, const Json& cell, std::vector<std::unique_ptr<UdpFlow>>& flows
     auto udp = ns3::UdpSocketFactory::GetTypeId();
     for (int i = 0; i < s.ues; ++i)
     {
-        ns3::Ptr<ns3::Node> sender = s.up ? ueNodes.Get(i) : remote.Get(0);
-        ns3::Ptr<ns3::Node> receiver = s.up ? remote.Get(0) : ueNodes.Get(i);
+        ns3::Ptr<ns3::Node> sender = s.up ? lena.ueNodes.Get(i) : remote.Get(0);
+        ns3::Ptr<ns3::Node> receiver = s.up ? remote.Get(0) : lena.ueNodes.Get(i);
         ns3::Ipv4Address to = s.up ? remoteAddress : ueAddresses.GetAddress(i);
         uint16_t port = 10000 + i;
         auto rx = ns3::Socket::CreateSocket(receiver, udp);
@@ -248,7 +206,7 @@ RunLena(Run& run, const Json& cell, std::vector<std::unique_ptr<UdpFlow>>& flows
         ns3::Simulator::Schedule(ns3::Seconds(s.startS) + ns3::MicroSeconds(37 * i), &SendUdp, flow.get());
         flows.push_back(std::move(flow));
     }
-    return lte; // the helpers own the EPC's nodes: they must outlive the run
+    return lena.lte; // the helpers own the EPC's nodes: they must outlive the run
 }
 
 // ---- the TTI model ----
