@@ -8,25 +8,22 @@ table: aggregate throughput and delay percentiles of both models and the differe
 
     nice -n 19 .venv/bin/python scripts/calibrate_lte.py [--ues 1 2 5 10] [--profiles band7-5mhz ...]
         [--directions ul dl] [--loads saturated light] [--json results.json]
+
+RIG_RADIO_EMULATOR=/path/to/radio-emulator runs that build instead of building the repository's.
 """
 
 from __future__ import annotations
 
 import argparse
-import json
 import math
-import subprocess
 import sys
-import tempfile
 from dataclasses import asdict
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from calibration_runs import run_cases  # puts the repository on sys.path
 
-from rig.emu.build import build  # noqa: E402
-from rig.emu.radio import LteCell, LteTtiCell, lte_tti_config  # noqa: E402
-from rig.profiles import lte_profile, lte_profiles  # noqa: E402
+from rig.emu.radio import LteCell, LteTtiCell, lte_tti_config
+from rig.profiles import lte_profile, lte_profiles
 
 RLC_BUFFER_BYTES = 256 * 1024  # both models' per-UE RLC buffer (kind lte's default)
 LOAD_SHARE = {"saturated": 2.0, "light": 0.2}  # offered rate per UE / (reference rate / N)
@@ -49,14 +46,6 @@ def scenario(model: str, profile: str, ues: int, direction: str, load: str, seed
             "arrivals": "constant" if load == "saturated" else "poisson"}
 
 
-def run(binary: Path, config: dict) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(config, f)
-        f.flush()
-        out = subprocess.run([str(binary), "--calibrate", f.name], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)
-
-
 def pct(new: float, ref: float) -> str:
     if not ref or math.isnan(ref) or math.isnan(new):
         return "-"
@@ -72,28 +61,23 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--json", type=Path, help="also write every result here")
     args = ap.parse_args(argv)
-    binary = build()
-    rows = []
     print("| profile | UEs | dir | load | ns-3 Mbit/s | lte_tti Mbit/s | diff | ns-3 delay p10/p50/p90/p99 ms "
           "| lte_tti delay p10/p50/p90/p99 ms | p50 diff | p90 diff | ns-3 wall s | lte_tti wall s |")
     print("|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-    for profile in args.profiles:
-        for direction in args.directions:
-            for load in args.loads:
-                for ues in args.ues:
-                    ref = run(binary, scenario("lte", profile, ues, direction, load, args.seed))
-                    new = run(binary, scenario("lte_tti", profile, ues, direction, load, args.seed))
-                    rows.append({"profile": profile, "ues": ues, "direction": direction, "load": load,
-                                 "lte": ref, "lte_tti": new})
-                    d_ref, d_new = ref["delay_ms"], new["delay_ms"]
-                    print(f"| {profile} | {ues} | {direction} | {load} | {ref['aggregate_bps'] / 1e6:.2f} "
-                          f"| {new['aggregate_bps'] / 1e6:.2f} | {pct(new['aggregate_bps'], ref['aggregate_bps'])} "
-                          f"| {'/'.join(f'{d_ref[k]:.1f}' for k in ('p10', 'p50', 'p90', 'p99'))} "
-                          f"| {'/'.join(f'{d_new[k]:.1f}' for k in ('p10', 'p50', 'p90', 'p99'))} "
-                          f"| {pct(d_new['p50'], d_ref['p50'])} | {pct(d_new['p90'], d_ref['p90'])} "
-                          f"| {ref['wall_s']:.1f} | {new['wall_s']:.2f} |", flush=True)
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
+    cases = ((dict(profile=profile, ues=ues, direction=direction, load=load),
+              {model: scenario(model, profile, ues, direction, load, args.seed) for model in ("lte", "lte_tti")})
+             for profile in args.profiles for direction in args.directions
+             for load in args.loads for ues in args.ues)
+    for case, results in run_cases("--calibrate", cases, args.json):
+        ref, new = results["lte"], results["lte_tti"]
+        d_ref, d_new = ref["delay_ms"], new["delay_ms"]
+        print(f"| {case['profile']} | {case['ues']} | {case['direction']} | {case['load']} "
+              f"| {ref['aggregate_bps'] / 1e6:.2f} "
+              f"| {new['aggregate_bps'] / 1e6:.2f} | {pct(new['aggregate_bps'], ref['aggregate_bps'])} "
+              f"| {'/'.join(f'{d_ref[k]:.1f}' for k in ('p10', 'p50', 'p90', 'p99'))} "
+              f"| {'/'.join(f'{d_new[k]:.1f}' for k in ('p10', 'p50', 'p90', 'p99'))} "
+              f"| {pct(d_new['p50'], d_ref['p50'])} | {pct(d_new['p90'], d_ref['p90'])} "
+              f"| {ref['wall_s']:.1f} | {new['wall_s']:.2f} |", flush=True)
     return 0
 
 

@@ -38,12 +38,10 @@ import tempfile
 import time
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO))
+from calibration_runs import emulator, run_cases  # puts the repository on sys.path
 
-from rig.emu.build import build  # noqa: E402
-from rig.emu.radio import Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss, _wifi_channel  # noqa: E402
-from rig.profiles import wifi_profile  # noqa: E402
+from rig.emu.radio import Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss, _wifi_channel
+from rig.profiles import wifi_profile
 
 PACKET_BYTES = 1500
 # The PHY data rate of each profile's fixed mode (rig/emu/ns3/dcf_phy.cc, wifi.cc).
@@ -63,14 +61,6 @@ def scenario(model: str, bss: WifiBss, stations: int, load: str, duration_s: flo
     return {"model": model, "standard": bss.standard, "band_ghz": bss.band_ghz, "width_mhz": bss.width_mhz,
             **_wifi_channel(bss), "stations": stations, "packet_bytes": PACKET_BYTES, "up_bps": up,
             "down_bps": down, "poisson": load == "light", "duration_s": duration_s, "seed": seed}
-
-
-def run_scenario(binary: Path, sc: dict) -> dict:
-    with tempfile.NamedTemporaryFile("w", suffix=".json") as f:
-        json.dump(sc, f)
-        f.flush()
-        out = subprocess.run([str(binary), "--calibrate-wifi", f.name], check=True, capture_output=True, text=True)
-    return json.loads(out.stdout)
 
 
 def mbps(result: dict, key: str) -> float:
@@ -112,37 +102,28 @@ def delays(result: dict) -> dict:
     return up if (up and (not down or sum(result["up_bytes"]) >= sum(result["down_bytes"]))) else down
 
 
-def emulator() -> Path:
-    """RIG_RADIO_EMULATOR (another build, e.g. a copy that others' rebuilds do not touch), or
-    the repository's build."""
-    return Path(os.environ.get("RIG_RADIO_EMULATOR") or build())
-
-
 def simulated(args) -> None:
-    binary = emulator()
-    rows, results = [], []
-    for profile in args.profiles:
-        bss = bss_of(profile)
-        for load in args.loads:
-            for n in args.stations:
-                pair = {m: run_scenario(binary, scenario(m, bss, n, load, args.duration, args.seed))
-                        for m in ("ns3", "dcf")}
-                results.append({"profile": profile, "load": load, "stations": n, **pair})
-                ref, new = pair["ns3"], pair["dcf"]
-                t_ref = mbps(ref, "up_bytes") + mbps(ref, "down_bytes")
-                t_new = mbps(new, "up_bytes") + mbps(new, "down_bytes")
-                d_ref, d_new = delays(ref), delays(new)
-                bianchi = (f"{bianchi_mbps(bss.standard, n):.2f}"
-                           if load == "saturated" and bss.standard in ("g", "a") else "")
-                spread = lambda r: (f"{min(r['up_bytes']) * 8 / r['duration_s'] / 1e6:.2f}-"
-                                    f"{max(r['up_bytes']) * 8 / r['duration_s'] / 1e6:.2f}")
-                cells = [profile, load, str(n), f"{t_ref:.2f}", f"{t_new:.2f}", pct(t_new, t_ref), bianchi,
-                         spread(ref), spread(new)]
-                for q in ("p10", "p50", "p90", "p99"):
-                    cells.append(f"{d_ref[q]:.2f} / {d_new[q]:.2f} ({pct(d_new[q], d_ref[q])})")
-                cells += [str(ref["failures"]), str(new["failures"]), f"{ref['cpu_s']:.2f} / {new['cpu_s']:.3f}"]
-                rows.append(cells)
-                print(" | ".join(cells), file=sys.stderr, flush=True)
+    rows = []
+    cases = ((dict(profile=profile, load=load, stations=n),
+              {m: scenario(m, bss_of(profile), n, load, args.duration, args.seed) for m in ("ns3", "dcf")})
+             for profile in args.profiles for load in args.loads for n in args.stations)
+    for case, pair in run_cases("--calibrate-wifi", cases, Path(args.json) if args.json else None):
+        bss, load, n = bss_of(case["profile"]), case["load"], case["stations"]
+        ref, new = pair["ns3"], pair["dcf"]
+        t_ref = mbps(ref, "up_bytes") + mbps(ref, "down_bytes")
+        t_new = mbps(new, "up_bytes") + mbps(new, "down_bytes")
+        d_ref, d_new = delays(ref), delays(new)
+        bianchi = (f"{bianchi_mbps(bss.standard, n):.2f}"
+                   if load == "saturated" and bss.standard in ("g", "a") else "")
+        spread = lambda r: (f"{min(r['up_bytes']) * 8 / r['duration_s'] / 1e6:.2f}-"
+                            f"{max(r['up_bytes']) * 8 / r['duration_s'] / 1e6:.2f}")
+        cells = [case["profile"], load, str(n), f"{t_ref:.2f}", f"{t_new:.2f}", pct(t_new, t_ref), bianchi,
+                 spread(ref), spread(new)]
+        for q in ("p10", "p50", "p90", "p99"):
+            cells.append(f"{d_ref[q]:.2f} / {d_new[q]:.2f} ({pct(d_new[q], d_ref[q])})")
+        cells += [str(ref["failures"]), str(new["failures"]), f"{ref['cpu_s']:.2f} / {new['cpu_s']:.3f}"]
+        rows.append(cells)
+        print(" | ".join(cells), file=sys.stderr, flush=True)
     head = ["profile", "load", "stations", "ns-3 Mbit/s", "dcf Mbit/s", "diff %", "Bianchi", "ns-3 per-station up",
             "dcf per-station up", "delay p10 ms ns-3 / dcf (%)", "p50", "p90", "p99", "ns-3 failed tx (MPDUs)",
             "dcf failed tx", "CPU s ns-3 / dcf"]
@@ -150,8 +131,6 @@ def simulated(args) -> None:
     print("|" + "---|" * len(head))
     for cells in rows:
         print("| " + " | ".join(cells) + " |")
-    if args.json:
-        Path(args.json).write_text(json.dumps(results, indent=1))
 
 
 def sh(*args: str, ns: str | None = None, check: bool = True) -> str:
