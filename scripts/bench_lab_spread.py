@@ -22,7 +22,8 @@ root dispersion + root delay / 2, is reported beside it, and the rig's own recor
 
 Per run: the launch spread (status.json `start_spread_ms`), the senders' offsets' spread, their
 sum (what the lab could achieve), and the sum with chrony's bounds instead (the worst case it
-vouches for). Needs root; about 3-4 minutes at 5 pairs x 10 runs on 2 cores.
+vouches for). Needs root; about 2-3 minutes at 5 pairs x 10 runs on 2 cores, a minute of it
+chrony settling. docs/measurements/2026-11-23-lab-start-spread.md has the numbers.
 
     nice -n 19 .venv/bin/python scripts/bench_lab_spread.py [--pairs 5] [--runs 10] [--volume 1MB]
 """
