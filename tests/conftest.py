@@ -11,12 +11,13 @@ import uuid
 
 import pytest
 
+import fixtures.node_agent  # noqa: F401 (puts the node agent's package rig_node on the path)
 from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
 
 # What makes a test a `system` test, decided here rather than in each file: it uses one of these
 # fixtures, carries the `emulated` marker, lives in one of these modules (each needs what is said
 # for the whole module or for most of its tests) or is one of SYSTEM_TESTS.
-SYSTEM_FIXTURES = {"rig_prefix", "emulator", "emulator_built", "netns"}
+SYSTEM_FIXTURES = {"rig_prefix", "emulator", "netns"}
 SYSTEM_MODULES = {
     "test_ansible": "ansible-lint and ansible-playbook runs, hostapd",
     "test_ansible_emulated": "Ansible over SSH into emulated nodes; rig state under /run",
@@ -31,7 +32,6 @@ SYSTEM_MODULES = {
     "test_node_routing": "root: network namespaces",
     "test_rendered_configs": "hostapd parses the rendered configs",
     "test_ssh_trust": "root: chowns key directories; ansible-playbook preflights",
-    "test_transfer_subflows": "root: network namespaces",
 }
 
 # Single tests in otherwise pure modules.

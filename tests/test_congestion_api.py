@@ -1,6 +1,6 @@
 """rig.congestion on this host: registration, namespaces, and what ran on each subflow.
 
-Fast (a few seconds): one namespace (bcc<pid>-api), loopback MPTCP traffic only.
+Fast (a few seconds): one namespace (the shared `netns` fixture), loopback MPTCP traffic only.
 """
 
 from __future__ import annotations
@@ -15,21 +15,6 @@ from rig import congestion
 from rig.errors import RigError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
-
-
-@pytest.fixture
-def netns():
-    name = f"bcc{os.getpid() % 100000}-api"
-    procs: list[subprocess.Popen] = []
-    subprocess.run(["ip", "netns", "add", name], check=True)
-    try:
-        subprocess.run(["ip", "-n", name, "link", "set", "lo", "up"], check=True)
-        yield name, procs
-    finally:
-        for proc in procs:
-            proc.terminate()
-            proc.wait(5)
-        subprocess.run(["ip", "netns", "del", name], check=False)
 
 
 def test_ensure_registered_is_idempotent_and_rejects_unknown_names():
@@ -50,7 +35,7 @@ def test_ensure_registered_is_idempotent_and_rejects_unknown_names():
 
 
 def test_allow_in_namespace(netns):
-    name, _ = netns
+    name = netns("api")
     congestion.ensure_registered(["olia"])
     congestion.allow_in_namespace(name, ["reno"])  # already allowed: nothing to do
     host_list = open("/proc/sys/net/ipv4/tcp_allowed_congestion_control").read()
@@ -62,17 +47,16 @@ def test_allow_in_namespace(netns):
 
 
 def test_subflow_ccs_reports_the_cc_each_subflow_runs(netns):
-    name, procs = netns
+    name = netns("api")
     congestion.ensure_registered(["balia"])
     subprocess.run(["ip", "-n", name, "addr", "add", "127.0.0.2/8", "dev", "lo"], check=True)
     subprocess.run(["ip", "-n", name, "mptcp", "limits", "set", "subflow", "2"], check=True)
     subprocess.run(["ip", "-n", name, "mptcp", "endpoint", "add", "127.0.0.2", "dev", "lo", "subflow"], check=True)
-    procs.append(subprocess.Popen(["ip", "netns", "exec", name, "mptcpize", "run", "iperf3", "-s", "-1", "-p", "5301"],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+    netns.start(["mptcpize", "run", "iperf3", "-s", "-1", "-p", "5301"], name,
+                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(0.5)
-    client = subprocess.Popen(["ip", "netns", "exec", name, "mptcpize", "run", "iperf3", "-c", "127.0.0.1", "-p", "5301",
-                               "-C", "balia", "-t", "3", "-b", "50M"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-    procs.append(client)
+    client = netns.start(["mptcpize", "run", "iperf3", "-c", "127.0.0.1", "-p", "5301", "-C", "balia", "-t", "3", "-b", "50M"],
+                         name, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     time.sleep(1.5)
     socks = congestion.subflow_ccs(name)
     data = [s for s in socks if s["remote"].endswith(":5301") and s["mptcp"] and s.get("bytes_acked", 0) > 100_000]

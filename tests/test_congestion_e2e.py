@@ -1,6 +1,6 @@
 """Coupled congestion control end to end: real kernel MPTCP, real iperf3, in namespaces.
 
-Topology (all namespaces named bcc<pid>-*, removed afterwards, also on failure):
+Topology (namespaces from the shared `netns` fixture, removed afterwards, also on failure):
 
     client c1 (10.91.1.2, .3, .4) -- r1 --tbf R1--> server 10.91.100.1
     client c2 (10.91.2.2)         -- r2 --tbf R2--> server
@@ -22,6 +22,8 @@ from contextlib import contextmanager
 
 import pytest
 
+from fixtures.namespaces import Namespaces
+from fixtures.random_loss import random_loss
 from rig import congestion
 
 pytestmark = [pytest.mark.emulated, pytest.mark.slow]
@@ -60,18 +62,15 @@ def registered():
 
 
 @contextmanager
-def topology(prefix: str):
-    """The namespaces above as {"c", "r1", "r2", "s"} -> name, iperf3 servers running; all removed
-    afterwards. A plain context manager so that measurement scripts can use it too."""
-    ns = {k: f"{prefix}-{k}" for k in ("c", "r1", "r2", "s")}
-    procs: list[subprocess.Popen] = []
+def topology(netns: Namespaces):
+    """The namespaces above as {"c", "r1", "r2", "s"} -> name, made in the registry `netns` (the
+    fixture, or `Namespaces(prefix)` in a measurement script), iperf3 servers running; all removed
+    at the end of the block. A context manager: a test can build a fresh one per run."""
+    ns = {k: netns(k) for k in ("c", "r1", "r2", "s")}
     try:
-        for name in ns.values():
-            sh("ip", "netns", "add", name)
-            nsx(name, "ip", "link", "set", "lo", "up")
         links = [("c", "c1", "r1", "r1c"), ("c", "c2", "r2", "r2c"), ("r1", "r1s", "s", "s1"), ("r2", "r2s", "s", "s2")]
         for a, ia, b, ib in links:
-            sh("ip", "link", "add", ia, "netns", ns[a], "type", "veth", "peer", "name", ib, "netns", ns[b])
+            netns.veth(ns[a], ia, ns[b], ib)
             for n, i in ((a, ia), (b, ib)):
                 # no offloads: each frame is one MTU packet, as on a radio
                 nsx(ns[n], "ethtool", "-K", i, "tso", "off", "gso", "off", "gro", "off", check=False)
@@ -93,10 +92,9 @@ def topology(prefix: str):
         for n in ("c", "s"):
             nsx(ns[n], "ip", "mptcp", "limits", "set", "subflow", "4", "add_addr_accepted", "4")
             nsx(ns[n], "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1")
-        procs.append(subprocess.Popen(["ip", "netns", "exec", ns["s"], "mptcpize", "run", "iperf3", "-s", "-p", "5201"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-        procs.append(subprocess.Popen(["ip", "netns", "exec", ns["s"], "iperf3", "-s", "-p", "5202"],
-                                      stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        netns.start(["mptcpize", "run", "iperf3", "-s", "-p", "5201"], ns["s"], stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL)
+        netns.start(["iperf3", "-s", "-p", "5202"], ns["s"], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
         time.sleep(0.5)
         yield ns
     finally:
@@ -105,20 +103,12 @@ def topology(prefix: str):
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and nsx(ns["c"], "ss", "-tnH", *DRAINING, check=False).stdout.strip():
             time.sleep(0.2)
-        for proc in procs:
-            proc.terminate()
-            try:
-                proc.wait(5)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
-        for name in ns.values():
-            sh("ip", "netns", "del", name, check=False)
+        netns.remove(list(ns.values()))  # the iperf3 servers (SIGTERM, then SIGKILL) with them
 
 
 @pytest.fixture
-def topo():
-    with topology(f"bcc{os.getpid() % 100000}") as ns:
+def topo(netns):
+    with topology(netns) as ns:
         yield ns
 
 
@@ -126,13 +116,6 @@ def shape(ns, router: str, rate: str) -> None:
     # ~50 ms of queue at this rate: room for both flows' sawtooth
     nsx(ns[router], "tc", "qdisc", "replace", "dev", f"{router}s", "root", "tbf",
         "rate", rate, "burst", "16kb", "latency", "50ms")
-
-
-def random_loss(ns, router: str, ppm: int) -> None:
-    """Independent random loss on the data direction (XDP at the router's client side)."""
-    obj = congestion.BUILD_DIR / f"loss_{ppm}.bpf.o"
-    sh("make", "-s", "-C", str(congestion.BPF_DIR), f"BUILD={congestion.BUILD_DIR}", str(obj))
-    nsx(ns[router], "ip", "link", "set", "dev", f"{router}c", "xdpgeneric", "obj", str(obj), "sec", "xdp")
 
 
 def iperf(ns, port: int, bind: str, cc: str, seconds: int, mptcp: bool) -> subprocess.Popen:
@@ -172,8 +155,8 @@ def shared_bottleneck(ns, cc: str, rate: str, loss_ppm: int, seconds: int) -> tu
     """One 2-subflow MPTCP connection (cc) and one TCP reno connection through one bottleneck:
     (MPTCP goodput, TCP goodput, subflow samples)."""
     shape(ns, "r1", rate)
-    if loss_ppm:
-        random_loss(ns, "r1", loss_ppm)
+    if loss_ppm:  # on the data direction: at the router's client side
+        random_loss(ns["r1"], "r1c", loss_ppm)
     nsx(ns["c"], "ip", "mptcp", "endpoint", "add", "10.91.1.3", "dev", "c1", "subflow")
     mp = iperf(ns, 5201, "10.91.1.2", cc, seconds, mptcp=True)
     tcp = iperf(ns, 5202, "10.91.1.4", "reno", seconds, mptcp=False)
@@ -182,7 +165,7 @@ def shared_bottleneck(ns, cc: str, rate: str, loss_ppm: int, seconds: int) -> tu
 
 
 @pytest.mark.parametrize("cc", ["lia", "olia", "balia", "reno"])
-def test_shared_bottleneck_fairness(registered, cc):
+def test_shared_bottleneck_fairness(registered, netns, cc):
     """RFC 6356 goal 2: a coupled MPTCP connection takes about one TCP share of a shared bottleneck.
 
     The goal is about the long-run share; one 20 s run scatters around it (lia 0.91-1.10, olia
@@ -191,7 +174,7 @@ def test_shared_bottleneck_fairness(registered, cc):
     bound for one run."""
     ratios = []
     for i in range(1 if cc == "reno" else FAIRNESS_RUNS):
-        with topology(f"bcc{os.getpid() % 100000}") as ns, dmesg_watch():
+        with topology(netns) as ns, dmesg_watch():
             mp_bps, tcp_bps, samples = shared_bottleneck(ns, cc, SHARED_RATE, SHARED_LOSS_PPM, SECONDS)
         ratios.append(mp_bps / tcp_bps)
         print(f"\nshared {SHARED_RATE} loss {SHARED_LOSS_PPM / 1e4:g}%: {cc} run {i + 1}: MPTCP {mp_bps / 1e6:.2f} Mbit/s, "

@@ -7,8 +7,8 @@
   module (nodes/agent/rig_node/ccparams.py), and at the kernel's default (infinite) when it is 0;
   kernel-builtin CCs ignore it.
 
-Root. Namespaces sst<pid>-{a,b} (a veth between them) and sst<pid>-m (loopback MPTCP, two
-subflows), removed afterwards, also on failure. The value lives in the CCs' maps keyed by the
+Root. Namespaces a and b (a veth between them) and m (loopback MPTCP, two subflows), from the
+shared `netns` fixture: removed afterwards with what runs in them, also on failure. The value lives in the CCs' maps keyed by the
 namespace's cookie, so it reaches only these namespaces; it is cleared at the end all the same.
 """
 
@@ -22,14 +22,12 @@ import time
 
 import pytest
 
-from fixtures.cli import REPO
+from fixtures.node_agent import AGENT_DIR
 from rig import congestion
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 
 INFINITE = 0x7FFFFFFF  # TCP_INFINITE_SSTHRESH, what tcp_info reports when nothing set one
-AGENT = REPO / "nodes" / "agent"
-PREFIX = f"sst{os.getpid() % 100000}"
 
 # A client: connects (MPTCP or TCP) with a CC, sends 64 kB, prints tcp_info's snd_ssthresh (offset
 # 76 of struct tcp_info) as a JSON line, then holds the connection until stdin closes.
@@ -77,7 +75,7 @@ def cc_params(ns: str, packets: int) -> dict:
     code = ("import json, sys; from rig_node import ccparams; "
             f"print(json.dumps(ccparams.request({{'op': 'cc_params', 'initial_ssthresh': {packets}}})))")
     p = subprocess.run(["ip", "netns", "exec", ns, sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(AGENT)})
+                       env={**os.environ, "PYTHONPATH": str(AGENT_DIR)})
     assert p.returncode == 0, p.stderr
     return json.loads(p.stdout)
 
@@ -92,15 +90,12 @@ def rig_ccs():
 
 
 @pytest.fixture
-def namespaces():
-    """{"a", "b"}: 10.78.0.1 -- veth -- 10.78.0.2; "m": loopback with a second MPTCP address."""
-    ns = {k: f"{PREFIX}-{k}" for k in ("a", "b", "m")}
-    procs: list[subprocess.Popen] = []
+def namespaces(netns):
+    """{"a", "b"}: 10.78.0.1 -- veth -- 10.78.0.2; "m": loopback with a second MPTCP address; a sink
+    listening in b and in m."""
+    ns = {k: netns(k) for k in ("a", "b", "m")}
     try:
-        for name in ns.values():
-            sh("ip", "netns", "add", name)
-            nsx(name, "ip", "link", "set", "lo", "up")
-        sh("ip", "link", "add", "sa", "netns", ns["a"], "type", "veth", "peer", "name", "sb", "netns", ns["b"])
+        netns.veth(ns["a"], "sa", ns["b"], "sb")
         for k, dev, addr in (("a", "sa", "10.78.0.1/24"), ("b", "sb", "10.78.0.2/24")):
             nsx(ns[k], "ip", "addr", "add", addr, "dev", dev)
             nsx(ns[k], "ip", "link", "set", dev, "up")
@@ -109,28 +104,21 @@ def namespaces():
         nsx(ns["m"], "ip", "mptcp", "limits", "set", "subflow", "2")
         nsx(ns["m"], "ip", "mptcp", "endpoint", "add", "127.0.0.2", "dev", "lo", "subflow")
         for k, host, proto in (("b", "10.78.0.2", 0), ("m", "127.0.0.1", MPTCP)):
-            server = subprocess.Popen(["ip", "netns", "exec", ns[k], sys.executable, "-c", SERVER, host, "5400",
-                                       str(proto)], stdout=subprocess.PIPE, text=True)
-            procs.append(server)
+            server = netns.start([sys.executable, "-c", SERVER, host, "5400", str(proto)], ns[k],
+                                 stdout=subprocess.PIPE, text=True)
             assert server.stdout.readline().strip() == "listening"
-        yield ns, procs
-    finally:
+        yield ns
+    finally:  # the namespaces (and the sinks) go with the netns fixture, after this
         for name in ns.values():
             subprocess.run(["ip", "netns", "exec", name, sys.executable, "-c",
                             "from rig_node import ccparams; ccparams.set_initial_ssthresh(0)"],
-                           env={**os.environ, "PYTHONPATH": str(AGENT)}, capture_output=True, check=False)
-        for proc in procs:
-            proc.kill()
-            proc.wait()
-        for name in ns.values():
-            sh("ip", "netns", "del", name, check=False)
+                           env={**os.environ, "PYTHONPATH": str(AGENT_DIR)}, capture_output=True, check=False)
 
 
-def connect(ns: str, host: str, cc: str, proto: int, procs: list) -> tuple[subprocess.Popen, int | None]:
-    """A client connection, held open; and its tcp_info ssthresh (plain TCP only)."""
-    client = subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-c", CLIENT, host, "5400", cc, str(proto)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    procs.append(client)
+def connect(netns, ns: str, host: str, cc: str, proto: int) -> tuple[subprocess.Popen, int | None]:
+    """A client connection from namespace `ns`, held open; and its tcp_info ssthresh (plain TCP only)."""
+    client = netns.start([sys.executable, "-c", CLIENT, host, "5400", cc, str(proto)], ns,
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     line = client.stdout.readline()
     assert line, client.stderr.read()
     return client, json.loads(line)["ssthresh"]
@@ -157,64 +145,64 @@ def subflows(ns: str, count: int) -> list[dict]:
         time.sleep(0.05)
 
 
-def test_route_metric_ssthresh_does_not_set_the_initial_ssthresh(namespaces, rig_ccs):
+def test_route_metric_ssthresh_does_not_set_the_initial_ssthresh(netns, namespaces, rig_ccs):
     """Kernel route metric `ssthresh lock 20` on the path, tcp_no_metrics_save=1: the kernel starts
     every connection at infinity (the metric only acts through a tcp_metrics entry, which this
     setting never creates); the rig's rig_reno with the value set starts at it."""
-    ns, procs = namespaces
+    ns = namespaces
     nsx(ns["a"], "ip", "route", "replace", "10.78.0.2/32", "dev", "sa", "ssthresh", "lock", "20")
     for cc in ("cubic", "reno", "cubic"):  # the second cubic connection: after one was closed
-        client, ssthresh = connect(ns["a"], "10.78.0.2", cc, 0, procs)
+        client, ssthresh = connect(netns, ns["a"], "10.78.0.2", cc, 0)
         close(client)
         assert ssthresh == INFINITE, (cc, ssthresh)
     assert nsx(ns["a"], "ip", "tcp_metrics", "show").stdout.strip() == ""
     assert cc_params(ns["a"], 20) == {"initial_ssthresh": 20}
-    client, ssthresh = connect(ns["a"], "10.78.0.2", "rig_reno", 0, procs)
+    client, ssthresh = connect(netns, ns["a"], "10.78.0.2", "rig_reno", 0)
     close(client)
     assert ssthresh == 20
-    client, ssthresh = connect(ns["a"], "10.78.0.2", "cubic", 0, procs)  # builtins do not read it
+    client, ssthresh = connect(netns, ns["a"], "10.78.0.2", "cubic", 0)  # builtins do not read it
     close(client)
     assert ssthresh == INFINITE
 
 
 @pytest.mark.parametrize("cc", congestion.RIG_CCS)
-def test_rig_ccs_start_mptcp_subflows_at_the_initial_ssthresh(namespaces, rig_ccs, cc):
-    ns, procs = namespaces
+def test_rig_ccs_start_mptcp_subflows_at_the_initial_ssthresh(netns, namespaces, rig_ccs, cc):
+    ns = namespaces
     m = ns["m"]
     assert cc_params(m, 23) == {"initial_ssthresh": 23}
-    client, _ = connect(m, "127.0.0.1", cc, MPTCP, procs)
+    client, _ = connect(netns, m, "127.0.0.1", cc, MPTCP)
     socks = subflows(m, 2)
     close(client, m)
     assert len(socks) == 2, socks
     assert [(s["cc"], s.get("ssthresh")) for s in socks] == [(cc, 23), (cc, 23)], socks
 
     assert cc_params(m, 0) == {"initial_ssthresh": 0}  # back to the kernel's default: infinite
-    client, _ = connect(m, "127.0.0.1", cc, MPTCP, procs)
+    client, _ = connect(netns, m, "127.0.0.1", cc, MPTCP)
     socks = subflows(m, 2)
     close(client, m)
     assert len(socks) == 2, socks
     assert [(s["cc"], s.get("ssthresh")) for s in socks] == [(cc, None), (cc, None)], socks  # ss omits infinity
 
 
-def test_builtin_ccs_ignore_it(namespaces, rig_ccs):
-    ns, procs = namespaces
+def test_builtin_ccs_ignore_it(netns, namespaces, rig_ccs):
+    ns = namespaces
     m = ns["m"]
     cc_params(m, 23)
     for cc in ("cubic", "reno"):
-        client, _ = connect(m, "127.0.0.1", cc, MPTCP, procs)
+        client, _ = connect(netns, m, "127.0.0.1", cc, MPTCP)
         socks = subflows(m, 2)
         close(client, m)
         assert [(s["cc"], s.get("ssthresh")) for s in socks] == [(cc, None), (cc, None)], socks
 
 
 def test_bad_values_are_refused(namespaces, rig_ccs):
-    ns, _ = namespaces
+    ns = namespaces
     for bad in ("1", "-5", "True", "2.5", "1048577", "'20'"):
         code = f"from rig_node import ccparams; ccparams.request({{'op': 'cc_params', 'initial_ssthresh': {bad}}})"
         p = subprocess.run(["ip", "netns", "exec", ns["m"], sys.executable, "-c", code], capture_output=True,
-                           text=True, env={**os.environ, "PYTHONPATH": str(AGENT)})
+                           text=True, env={**os.environ, "PYTHONPATH": str(AGENT_DIR)})
         assert p.returncode == 1 and "Refused: cc_params.initial_ssthresh: " in p.stderr, (bad, p.stderr)
     code = "from rig_node import ccparams; ccparams.request({'op': 'cc_params', 'initial_ssthresh': 5, 'x': 1})"
     p = subprocess.run(["ip", "netns", "exec", ns["m"], sys.executable, "-c", code], capture_output=True, text=True,
-                       env={**os.environ, "PYTHONPATH": str(AGENT)})
+                       env={**os.environ, "PYTHONPATH": str(AGENT_DIR)})
     assert "Refused: cc_params: unexpected field 'x'" in p.stderr

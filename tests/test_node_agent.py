@@ -1,7 +1,8 @@
 """The node agent is no root shell: its requests are a closed, typed set. Requests outside the set
 (a shell command, a sysctl off the allowlist, a program that is not a traffic tool, a path
 traversal in an argument, malformed fields) are refused with a clear error, logged on the node,
-and the agent goes on serving. The real agent runs in a throwaway network namespace."""
+and the agent goes on serving. The real agent runs in a throwaway network namespace (the shared
+`netns` fixture)."""
 
 from __future__ import annotations
 
@@ -10,21 +11,18 @@ import os
 import subprocess
 import sys
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-AGENT = REPO / "nodes" / "agent" / "rig_agent.py"
+from fixtures.node_agent import AGENT
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (a network namespace)")
 
 
 class Agent:
-    def __init__(self, netns: str, log: Path):
-        self.proc = subprocess.Popen(["ip", "netns", "exec", netns, sys.executable, "-u", "-I", str(AGENT), "--log", str(log)],
-                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1)
+    def __init__(self, proc: subprocess.Popen):
+        self.proc = proc
 
     def send(self, req) -> dict:
         self.proc.stdin.write((req if isinstance(req, str) else json.dumps(req)) + "\n")
@@ -42,16 +40,16 @@ class Agent:
 
 
 @pytest.fixture
-def agent(tmp_path):
-    netns = "agt" + uuid.uuid4().hex[:6]
-    subprocess.run(["ip", "netns", "add", netns], check=True)
-    subprocess.run(["ip", "-n", netns, "link", "set", "lo", "up"], check=True)
-    a = Agent(netns, tmp_path / "agent.log")
+def agent(netns, tmp_path):
+    """The agent in a namespace of its own: (agent, namespace, its log); told to quit afterwards (the
+    netns fixture then stops whatever is left)."""
+    ns, log = netns("agent"), tmp_path / "agent.log"
+    a = Agent(netns.start([sys.executable, "-u", "-I", str(AGENT), "--log", str(log)], ns,
+                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1))
     try:
-        yield a, netns, tmp_path / "agent.log"
+        yield a, ns, log
     finally:
         a.close()
-        subprocess.run(["ip", "netns", "del", netns], check=False)
 
 
 IPERF_CLIENT = {"mode": "client", "target": "127.0.0.1", "bytes": 1000}
@@ -113,9 +111,9 @@ def test_agent_refuses_requests_outside_its_set(agent, name):
 
 
 def test_refused_requests_change_nothing(agent):
-    a, netns, _ = agent
+    a, ns, _ = agent
     forward = Path("/proc/sys/net/ipv4/ip_forward")
-    inside = lambda: subprocess.run(["ip", "netns", "exec", netns, "cat", str(forward)], capture_output=True, text=True).stdout
+    inside = lambda: subprocess.run(["ip", "netns", "exec", ns, "cat", str(forward)], capture_output=True, text=True).stdout
     before = inside()
     for req in HOSTILE.values():
         a.send(req)
@@ -132,9 +130,9 @@ def test_a_line_that_is_not_json_is_an_error_not_a_crash(agent):
 def test_allowed_requests_work(agent):
     """The set is enough for a run: sysctls from the allowlist, a traffic program with checked
     arguments, listening, wait, stop, kernel counters and facts."""
-    a, netns, _ = agent
+    a, ns, _ = agent
     assert a.send({"op": "sysctl", "values": {"net.ipv4.tcp_rmem": "4096 65536 1048576", "net.mptcp.enabled": 1}}) == {}
-    got = subprocess.run(["ip", "netns", "exec", netns, "sysctl", "-n", "net.ipv4.tcp_rmem"], capture_output=True, text=True).stdout
+    got = subprocess.run(["ip", "netns", "exec", ns, "sysctl", "-n", "net.ipv4.tcp_rmem"], capture_output=True, text=True).stdout
     assert got.split() == ["4096", "65536", "1048576"]
     assert a.send({"op": "launch", "key": "srv", "program": "iperf3", "args": {"mode": "server", "port": 5299}}) == {}
     deadline = time.monotonic() + 5
@@ -163,20 +161,14 @@ def test_allowed_requests_work(agent):
     assert "cubic" in a.send({"op": "facts"})["available"]
 
 
-def test_stray_traffic_programs_of_a_lost_agent_are_stopped(agent, tmp_path):
+def test_stray_traffic_programs_of_a_lost_agent_are_stopped(agent, netns):
     """What a killed agent left running in the node (an iperf3 server holding its port) is found
     and stopped by the next agent; nothing outside the node's namespace is touched."""
-    a, netns, _ = agent
-    stray = subprocess.Popen(["ip", "netns", "exec", netns, "iperf3", "-s", "-p", "5298"], stdout=subprocess.DEVNULL,
-                             stderr=subprocess.DEVNULL, start_new_session=True)
-    outside = subprocess.Popen(["iperf3", "-s", "-p", "5297", "-B", "127.0.0.1"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.DEVNULL)
-    try:
-        time.sleep(0.3)
-        assert stray.pid in a.send({"op": "stop_strays"})["stopped"]
-        assert stray.wait(10) is not None and outside.poll() is None
-    finally:
-        for p in (stray, outside):
-            if p.poll() is None:
-                p.kill()
-            p.wait()
+    a, ns, _ = agent
+    stray = netns.start(["iperf3", "-s", "-p", "5298"], ns, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                        start_new_session=True)
+    outside = netns.start(["iperf3", "-s", "-p", "5297", "-B", "127.0.0.1"], stdout=subprocess.DEVNULL,
+                          stderr=subprocess.DEVNULL)
+    time.sleep(0.3)
+    assert stray.pid in a.send({"op": "stop_strays"})["stopped"]
+    assert stray.wait(10) is not None and outside.poll() is None

@@ -1,7 +1,8 @@
 """The rig transfer's per-subflow series and its loss-aware path policy.
 
 The policy's decisions are checked on synthetic samples (pure, no root). The real program runs
-in namespaces this test creates (and deletes, also on failure): a client and a server joined by
+in namespaces from the shared `netns` fixture (deleted with what runs in them, also on failure):
+a client and a server joined by
 two veth paths, MPTCP endpoints as the rig sets a dual-homed sender and its receiver (client:
 both addresses `subflow`, each pinned to one server address by its own table; server: the second
 address `signal`), so each connection carries data on exactly two subflows (the client's path-2
@@ -17,17 +18,14 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from contextlib import contextmanager
-from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(REPO / "nodes" / "agent"))
-from rig_node.pathpolicy import Endpoints, LossAware, Sample, Switch  # noqa: E402
+from fixtures.namespaces import Namespaces
+from fixtures.node_agent import TRANSFER
+from fixtures.random_loss import random_loss
+from rig_node.pathpolicy import Endpoints, LossAware, Sample, Switch
 
-TRANSFER = REPO / "nodes" / "agent" / "rig_transfer.py"
 C1, S1, C2, S2 = "10.77.1.1", "10.77.1.2", "10.77.2.1", "10.77.2.2"
 MB = 1 << 20
 
@@ -194,72 +192,57 @@ def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
     return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
 
 
-@contextmanager
-def two_paths():
-    """{"c": client namespace, "s": server namespace}; both deleted afterwards."""
-    prefix = "tsf" + uuid.uuid4().hex[:6]
-    ns = {"c": f"{prefix}-c", "s": f"{prefix}-s"}
-    try:
-        for name in ns.values():
-            sh("ip", "netns", "add", name)
-            sh("ip", "-n", name, "link", "set", "lo", "up")
-        for c, s, ca, sa in (("c1", "s1", C1, S1), ("c2", "s2", C2, S2)):
-            sh("ip", "link", "add", c, "netns", ns["c"], "type", "veth", "peer", "name", s, "netns", ns["s"])
-            for n, dev, addr in (("c", c, ca), ("s", s, sa)):
-                # one MTU packet a frame (as on a radio), so that a drop is one segment's loss
-                sh("ip", "netns", "exec", ns[n], "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
-                sh("ip", "-n", ns[n], "addr", "add", f"{addr}/24", "dev", dev)
-                sh("ip", "-n", ns[n], "link", "set", dev, "up")
-            # 20 Mbit/s each (two cores shared by everyone must not be what limits the paths), with
-            # room in the queue for all the sender may have in flight: no loss but the one made
-            sh("ip", "netns", "exec", ns["c"], "tc", "qdisc", "replace", "dev", c, "root", "tbf", "rate", "20mbit",
-               "burst", "16kb", "latency", "1s")
-        # the client as the rig's dual-homed sender: each address pinned to one server address
-        for table, src, dst, dev in (("101", C1, S1, "c1"), ("102", C2, S2, "c2")):
-            sh("ip", "-n", ns["c"], "route", "add", f"{dst}/32", "dev", dev, "table", table)
-            sh("ip", "-n", ns["c"], "route", "add", "unreachable", "default", "table", table)
-            sh("ip", "-n", ns["c"], "rule", "add", "pref", str(1000 + int(table)), "from", src, "table", table)
-            sh("ip", "-n", ns["c"], "mptcp", "endpoint", "add", src, "dev", dev, "subflow")
-        sh("ip", "-n", ns["c"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "1")
-        sh("ip", "-n", ns["s"], "mptcp", "endpoint", "add", S2, "dev", "s2", "signal")
-        sh("ip", "-n", ns["s"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "0")
-        for name in ns.values():  # as on the rig's nodes; arp_ignore: s2 does not answer for S1
-            sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1",
-               "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
-        sh("ip", "netns", "exec", ns["c"], "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 262144 1048576")  # < the queue
-        yield ns
-    finally:
-        for name in ns.values():
-            sh("ip", "netns", "del", name, check=False)
+@pytest.fixture
+def two_paths(netns: Namespaces) -> dict[str, str]:
+    """{"c": client namespace, "s": server namespace}, joined by the two paths."""
+    ns = {"c": netns("c"), "s": netns("s")}
+    for c, s, ca, sa in (("c1", "s1", C1, S1), ("c2", "s2", C2, S2)):
+        netns.veth(ns["c"], c, ns["s"], s)
+        for n, dev, addr in (("c", c, ca), ("s", s, sa)):
+            # one MTU packet a frame (as on a radio), so that a drop is one segment's loss
+            sh("ip", "netns", "exec", ns[n], "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
+            sh("ip", "-n", ns[n], "addr", "add", f"{addr}/24", "dev", dev)
+            sh("ip", "-n", ns[n], "link", "set", dev, "up")
+        # 20 Mbit/s each (two cores shared by everyone must not be what limits the paths), with
+        # room in the queue for all the sender may have in flight: no loss but the one made
+        sh("ip", "netns", "exec", ns["c"], "tc", "qdisc", "replace", "dev", c, "root", "tbf", "rate", "20mbit",
+           "burst", "16kb", "latency", "1s")
+    # the client as the rig's dual-homed sender: each address pinned to one server address
+    for table, src, dst, dev in (("101", C1, S1, "c1"), ("102", C2, S2, "c2")):
+        sh("ip", "-n", ns["c"], "route", "add", f"{dst}/32", "dev", dev, "table", table)
+        sh("ip", "-n", ns["c"], "route", "add", "unreachable", "default", "table", table)
+        sh("ip", "-n", ns["c"], "rule", "add", "pref", str(1000 + int(table)), "from", src, "table", table)
+        sh("ip", "-n", ns["c"], "mptcp", "endpoint", "add", src, "dev", dev, "subflow")
+    sh("ip", "-n", ns["c"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "1")
+    sh("ip", "-n", ns["s"], "mptcp", "endpoint", "add", S2, "dev", "s2", "signal")
+    sh("ip", "-n", ns["s"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "0")
+    for name in ns.values():  # as on the rig's nodes; arp_ignore: s2 does not answer for S1
+        sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1",
+           "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
+    sh("ip", "netns", "exec", ns["c"], "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 262144 1048576")  # < the queue
+    return ns
 
 
-def transfer(ns: str, *args: str) -> subprocess.Popen:
-    """rig_transfer.py as the node agent starts it (python -I)."""
-    return subprocess.Popen(["ip", "netns", "exec", ns, sys.executable, "-I", str(TRANSFER), *args],
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def transfer(netns: Namespaces, ns: str, *args: str) -> subprocess.Popen:
+    """rig_transfer.py in namespace `ns` as the node agent starts it (python -I)."""
+    return netns.start([sys.executable, "-I", str(TRANSFER), *args], ns,
+                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
 def listening(ns: str, port: int) -> bool:
     return bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
 
 
-@contextmanager
-def sink_and_source(ns: dict, port: int, sink_args: list[str], source_args: list[str]):
+def sink_and_source(netns: Namespaces, ns: dict, port: int, sink_args: list[str],
+                    source_args: list[str]) -> tuple[subprocess.Popen, subprocess.Popen]:
     """A listening sink in the server namespace, then a source in the client's: (sink, source)
-    processes, killed afterwards if still running."""
-    procs = [transfer(ns["s"], "sink", "--port", str(port), "--connections", "1", "--timeout", "120", *sink_args)]
-    try:
-        deadline = time.monotonic() + 10
-        while not listening(ns["s"], port):
-            assert time.monotonic() < deadline and procs[0].poll() is None, "the sink did not listen"
-            time.sleep(0.05)
-        procs.append(transfer(ns["c"], "source", "--target", S1, "--port", str(port), *source_args))
-        yield procs
-    finally:
-        for p in procs:
-            if p.poll() is None:
-                p.kill()
-                p.communicate()
+    processes (the netns fixture stops them after the test if they still run)."""
+    sink = transfer(netns, ns["s"], "sink", "--port", str(port), "--connections", "1", "--timeout", "120", *sink_args)
+    deadline = time.monotonic() + 10
+    while not listening(ns["s"], port):
+        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
+        time.sleep(0.05)
+    return sink, transfer(netns, ns["c"], "source", "--target", S1, "--port", str(port), *source_args)
 
 
 def finish(p: subprocess.Popen) -> dict:
@@ -268,14 +251,14 @@ def finish(p: subprocess.Popen) -> dict:
     return json.loads(out)
 
 
-def run_transfer(ns: dict, source_args: list[str], during=None) -> tuple[dict, dict]:
+def run_transfer(netns: Namespaces, ns: dict, source_args: list[str], during=None) -> tuple[dict, dict]:
     """One connection from the client to the server: (source report, sink report). `during()` is
     called repeatedly while the source runs."""
-    with sink_and_source(ns, 5400, [], source_args) as (sink, source):
-        while source.poll() is None and during is not None:
-            during()
-            time.sleep(0.05)
-        return finish(source), finish(sink)
+    sink, source = sink_and_source(netns, ns, 5400, [], source_args)
+    while source.poll() is None and during is not None:
+        during()
+        time.sleep(0.05)
+    return finish(source), finish(sink)
 
 
 def by_subflow(rows: list[list]) -> dict[tuple[str, str], list[list]]:
@@ -286,9 +269,8 @@ def by_subflow(rows: list[list]) -> dict[tuple[str, str], list[list]]:
 
 
 @needs_root
-def test_the_source_reports_each_subflow_over_time():
-    with two_paths() as ns:
-        src, sink = run_transfer(ns, ["--seconds", "3", "--sample-ms", "100"])
+def test_the_source_reports_each_subflow_over_time(netns, two_paths):
+    src, sink = run_transfer(netns, two_paths, ["--seconds", "3", "--sample-ms", "100"])
     conn = src["connections"][0]
     assert src["switches"] == [] and conn["bytes"] == sink["connections"][0]["bytes"]
     subflows = by_subflow(conn["subflows"])
@@ -307,12 +289,11 @@ def test_the_source_reports_each_subflow_over_time():
 
 @needs_root
 @pytest.mark.parametrize("source_tcp", [True, False], ids=["tcp", "mptcp-fallback"])
-def test_a_tcp_connection_is_one_subflow(source_tcp):
+def test_a_tcp_connection_is_one_subflow(netns, two_paths, source_tcp):
     """The --tcp baseline, and an MPTCP socket whose peer answers in plain TCP (it falls back)."""
-    with two_paths() as ns:
-        tcp = ["--tcp"] if source_tcp else []
-        with sink_and_source(ns, 5401, ["--tcp"], ["--bytes", str(4 * MB), "--sample-ms", "50", *tcp]) as (_, source):
-            conn = finish(source)["connections"][0]
+    tcp = ["--tcp"] if source_tcp else []
+    _, source = sink_and_source(netns, two_paths, 5401, ["--tcp"], ["--bytes", str(4 * MB), "--sample-ms", "50", *tcp])
+    conn = finish(source)["connections"][0]
     assert {(r[1], r[2]) for r in conn["subflows"]} == {(conn["local"], f"{S1}:5401")}
     assert len(conn["subflows"]) >= 3
     if source_tcp:  # the final sample: all acknowledged (a closed fallback socket has lost its subflow's counters)
@@ -324,23 +305,15 @@ def endpoint_flags(ns: str) -> dict[str, bool]:
     return {e["address"]: bool(e.get("backup")) for e in json.loads(sh("ip", "-n", ns, "-j", "mptcp", "endpoint", "show").stdout)}
 
 
-def random_loss(ns: str, dev: str, ppm: int) -> None:
-    from rig import congestion
-
-    obj = congestion.BUILD_DIR / f"loss_{ppm}.bpf.o"
-    sh("make", "-s", "-C", str(congestion.BPF_DIR), f"BUILD={congestion.BUILD_DIR}", str(obj))
-    sh("ip", "netns", "exec", ns, "ip", "link", "set", "dev", dev, "xdpgeneric", "obj", str(obj), "sec", "xdp")
-
-
 @needs_root
-def test_the_loss_aware_policy_makes_the_lossy_path_backup_and_restores_it_at_the_end():
-    with two_paths() as ns:
-        random_loss(ns["s"], "s2", 50_000)  # 5 % of path 2's data packets
-        seen = []
-        src, _ = run_transfer(ns, ["--seconds", "8", "--loss-aware", f"{C1}=0.02", f"{C2}=0.02",
-                                   "--loss-window-s", "1", "--loss-hold-s", "60"],
-                              during=lambda: seen.append(endpoint_flags(ns["c"])))
-        after = endpoint_flags(ns["c"])
+def test_the_loss_aware_policy_makes_the_lossy_path_backup_and_restores_it_at_the_end(netns, two_paths):
+    ns = two_paths
+    random_loss(ns["s"], "s2", 50_000)  # 5 % of path 2's data packets
+    seen = []
+    src, _ = run_transfer(netns, ns, ["--seconds", "8", "--loss-aware", f"{C1}=0.02", f"{C2}=0.02",
+                                      "--loss-window-s", "1", "--loss-hold-s", "60"],
+                          during=lambda: seen.append(endpoint_flags(ns["c"])))
+    after = endpoint_flags(ns["c"])
     switches = src["switches"]
     assert [(s["address"], s["action"]) for s in switches] == [(C2, "backup"), (C2, "restore")], switches
     backup, restore = switches
@@ -359,16 +332,15 @@ def test_the_loss_aware_policy_makes_the_lossy_path_backup_and_restores_it_at_th
 
 
 @needs_root
-def test_a_stopped_source_restores_the_paths_it_made_backup():
+def test_a_stopped_source_restores_the_paths_it_made_backup(netns, two_paths):
     """The agent stops a program with SIGTERM: the next run must not start with a path backup."""
-    with two_paths() as ns:
-        random_loss(ns["s"], "s2", 50_000)
-        with sink_and_source(ns, 5402, [], ["--seconds", "60", "--loss-aware", f"{C2}=0.02", "--loss-hold-s", "60"]) \
-                as (_, source):
-            deadline = time.monotonic() + 30
-            while not endpoint_flags(ns["c"])[C2]:
-                assert time.monotonic() < deadline and source.poll() is None, "path 2 never went backup"
-                time.sleep(0.05)
-            source.terminate()
-            source.communicate(timeout=30)
-            assert endpoint_flags(ns["c"]) == {C1: False, C2: False}
+    ns = two_paths
+    random_loss(ns["s"], "s2", 50_000)
+    _, source = sink_and_source(netns, ns, 5402, [], ["--seconds", "60", "--loss-aware", f"{C2}=0.02", "--loss-hold-s", "60"])
+    deadline = time.monotonic() + 30
+    while not endpoint_flags(ns["c"])[C2]:
+        assert time.monotonic() < deadline and source.poll() is None, "path 2 never went backup"
+        time.sleep(0.05)
+    source.terminate()
+    source.communicate(timeout=30)
+    assert endpoint_flags(ns["c"]) == {C1: False, C2: False}
