@@ -81,14 +81,22 @@ def _ppid(pid: int) -> int | None:
         return None
 
 
-def _is_transfer(argv: list[str] | None, mode: str | None = None) -> bool:
-    return bool(argv) and any(a.endswith("rig_transfer.py") for a in argv) and (mode is None or mode in argv)
+def _comm(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/comm").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _is_transfer(pid: int, mode: str | None = None) -> bool:
+    """A transfer source or sink: the agent forks them and names them rig-source, rig-sink."""
+    return _comm(pid) in ((f"rig-{mode}",) if mode else ("rig-source", "rig-sink"))
 
 
 def _iperf_client(prefix: str, host: str) -> int | None:
     """The pid of a run's transfer source in `host`'s namespace, if one is."""
     for pid in netns.pids(f"{prefix}-{host}"):
-        if _is_transfer(_cmdline(pid), "source"):
+        if _is_transfer(pid, "source"):
             return pid
     return None
 
@@ -133,7 +141,7 @@ def _survived(code: int, log: Path, out: Path, lost: list[str]) -> tuple[Path, l
 
 def _iperf3_in(ns: str) -> list[int]:
     """Traffic programs (transfer sources and sinks) running in `ns`."""
-    return [pid for pid in netns.pids(ns) if _is_transfer(_cmdline(pid))]
+    return [pid for pid in netns.pids(ns) if _is_transfer(pid)]
 
 
 def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, emulator, rig_prefix):
@@ -155,13 +163,6 @@ def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, em
     assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
 
 
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["broken", "unresponsive"])
 def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig):
     """--transport ssh, as on the lab: the sshd serving s1's agent is killed (the TCP connection
@@ -171,7 +172,8 @@ def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig)
     sshd = None
     try:
         _wait_for_transfer(proc, rig_prefix)
-        [agent] = [pid for pid in netns.pids(f"{rig_prefix}-s1") if any("rig_agent" in a for a in _cmdline(pid))]
+        [agent] = [pid for pid in netns.pids(f"{rig_prefix}-s1")
+                   if any("rig_agent" in a for a in _cmdline(pid)) and not _is_transfer(pid)]  # not its forks
         sshd = _ppid(agent)
         while sshd and _comm(sshd) != "sshd":  # a login shell may sit between them
             sshd = _ppid(sshd)

@@ -304,8 +304,9 @@ def _threshold(text: str) -> tuple[str, float]:
     return address, value
 
 
-def main() -> int:
-    p = argparse.ArgumentParser(description="The rig's MPTCP transfer, timed at the receiver.")
+def main(argv: list[str] | None = None) -> int:
+    """argv: the arguments after the program's name (the node agent's fork of it, rig_node.forked)."""
+    p = argparse.ArgumentParser(prog="rig_transfer.py", description="The rig's MPTCP transfer, timed at the receiver.")
     sub = p.add_subparsers(dest="mode", required=True)
     k = sub.add_parser("sink")
     k.add_argument("--port", type=int, required=True)
@@ -329,7 +330,7 @@ def main() -> int:
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
-    a = p.parse_args()
+    a = p.parse_args(argv)
     if a.mode == "source" and a.loss_aware and a.sample_ms <= 0:
         p.error("--loss-aware needs --sample-ms > 0")
     if a.mode == "sink":

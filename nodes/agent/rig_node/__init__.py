@@ -5,6 +5,7 @@ validate   the field types every request is checked against (Refused when one fa
 routing    the nodes' routing policy: addresses, one table and rule per interface, MPTCP endpoints
 sysctls    the sysctls a request may set
 programs   the traffic programs a request may start, and the processes started
+forked     the rig's transfer run in a fork of the agent (no new interpreter per program)
 sampling   interface counters and TCP sockets sampled during a run, kernel counters
 facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
 mptcp_info a connected MPTCP (or TCP) socket's subflows: tcp_info and addresses (rig_transfer.py)

@@ -63,7 +63,8 @@ class Agent:
         """Start a traffic program at `at` (unix time; null = now), replacing one under the same key."""
         v.only(req, {"op", "key", "program", "args", "at"}, "launch")
         key = v.key(v.need(req, "key", "launch"), "launch.key")
-        argv = argv_for(v.need(req, "program", "launch"), req.get("args", {}))
+        program = v.need(req, "program", "launch")
+        argv = argv_for(program, req.get("args", {}))
         at = req.get("at")
         if at is not None:
             now = time.time()
@@ -71,7 +72,7 @@ class Agent:
         old = self.launches.get(key)
         if old:
             old.stop()
-        self.launches[key] = Launch(argv, at)
+        self.launches[key] = Launch(argv, at, forked=program == "transfer")  # the agent's own code: forked
         return {}
 
     def _launch(self, req: dict, what: str) -> tuple[str, Launch | None]:

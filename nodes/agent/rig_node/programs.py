@@ -10,7 +10,7 @@ import sys
 import threading
 import time
 
-from rig_node import validate as v
+from rig_node import forked, validate as v
 
 SPIN_S = 0.002  # sleep until this close to a scheduled start, then spin for precision
 STOP_GRACE_S = 2.0  # TERM, then KILL after this long
@@ -52,7 +52,8 @@ def transfer(args: dict) -> list[str]:
     v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "timeout_s",
                   "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
-    # -S: no site packages (stdlib only), ~25 ms less start-up, which is in every run's T0 lead
+    # The command line the program takes; the agent runs it in a fork of itself (rig_node.forked),
+    # so the interpreter's part is never started (-S: no site packages, stdlib only).
     argv = [sys.executable, "-I", "-S", TRANSFER, mode,
             "--port", str(v.integer(args.get("port", 5301), "transfer.port", 1024, 65535)),
             "--connections", str(v.integer(args.get("connections", 1), "transfer.connections", 1, 128))]
@@ -127,11 +128,17 @@ def terminate(pids: list[int], group: bool = False, grace_s: float = STOP_GRACE_
 
 
 class Launch:
-    """A program started at a scheduled instant; its output is kept for `wait`."""
+    """A program started at a scheduled instant; its output is kept for `wait`.
 
-    def __init__(self, argv: list[str], at: float | None):
-        self.argv, self.at = argv, at
+    forked: the rig's transfer is run by a fork of this agent (rig_node.forked), which has it
+    imported already, instead of a new Python: ~2 ms instead of 0.1-0.2 s of start-up per
+    program, twice per pair and run (the start-up is in every run's T0 lead, and takes the CPU
+    the runs' collection and storing need)."""
+
+    def __init__(self, argv: list[str], at: float | None, forked: bool = False):
+        self.argv, self.at, self.forked = argv, at, forked
         self.proc: subprocess.Popen | None = None
+        self.pid: int | None = None
         self.result: dict | None = None
         self.done = threading.Event()
         self._cancelled = threading.Event()
@@ -147,9 +154,15 @@ class Launch:
         try:
             if self._cancelled.is_set():
                 raise OSError("stopped before its start")
-            self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-            out, err = self.proc.communicate()
-            rc = self.proc.returncode
+            if self.forked:
+                child = forked.start(self.argv[self.argv.index(TRANSFER) + 1:])
+                self.pid = child.pid
+                out, err, rc = child.communicate()
+            else:
+                self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
+                self.pid = self.proc.pid
+                out, err = self.proc.communicate()
+                rc = self.proc.returncode
         except OSError as e:
             out, err, rc = b"", str(e).encode(), 127
         self.result = {
@@ -160,13 +173,14 @@ class Launch:
 
     def stop(self) -> None:
         self._cancelled.set()
-        if self.proc is not None and self.proc.poll() is None:
-            terminate([self.proc.pid], group=True)  # started in a session of its own
+        if self.pid is not None and not self.done.is_set() and _running(self.pid):
+            terminate([self.pid], group=True)  # started in a session of its own
 
 
-def _is_ours(cmdline: list[str]) -> bool:
-    """A traffic program this agent's set starts: iperf3 (maybe under mptcpize) or rig_transfer.py."""
-    return bool(cmdline) and (os.path.basename(cmdline[0]) == "iperf3" or TRANSFER in cmdline)
+def _is_ours(cmdline: list[str], comm: str) -> bool:
+    """A traffic program this agent's set starts: iperf3 (maybe under mptcpize), rig_transfer.py,
+    or the transfer forked from an agent (named by rig_node.forked: its command line is the agent's)."""
+    return (bool(cmdline) and (os.path.basename(cmdline[0]) == "iperf3" or TRANSFER in cmdline)) or comm in forked.NAMES
 
 
 def stop_strays() -> list[int]:
@@ -182,8 +196,10 @@ def stop_strays() -> list[int]:
                 stat = f.read()
             with open(f"/proc/{d}/cmdline", "rb") as f:
                 cmdline = [a.decode(errors="replace") for a in f.read().split(b"\0") if a]
+            with open(f"/proc/{d}/comm") as f:
+                comm = f.read().strip()
             ppid = int(stat[stat.rindex(")") + 2:].split()[1])
-            if _is_ours(cmdline) and ppid != me and os.readlink(f"/proc/{d}/ns/net") == mine:
+            if _is_ours(cmdline, comm) and ppid != me and os.readlink(f"/proc/{d}/ns/net") == mine:
                 strays.append(int(d))
         except (OSError, ValueError):
             continue

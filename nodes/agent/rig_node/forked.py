@@ -1,0 +1,95 @@
+"""The rig's transfer (rig_transfer.py) run in a fork of the node agent instead of a new Python.
+
+A new interpreter costs 0.1-0.2 s of CPU before the transfer can start (0.5 s and more on a
+loaded host or a slow board), twice per pair and run; the agent has the transfer's code imported
+once, and a fork of it starts in about 2 ms. The child is what a started program would be: a
+session of its own (the agent stops it the same way), stdout and stderr to pipes, nothing else
+of the agent's open, and the exit status of the transfer's main(). Its name (comm) is `rig-sink`
+or `rig-source`, so that it can be told apart from the agent whose command line it shares.
+"""
+
+from __future__ import annotations
+
+import gc
+import os
+import selectors
+import sys
+import threading
+import traceback
+
+import rig_transfer  # once, when the agent starts: what every new interpreter imported again
+
+NAMES = ("rig-sink", "rig-source")
+# One fork at a time: a child must not inherit the write end of another child's pipe (the agent
+# would then read that child's output to its end only when both have exited).
+_LOCK = threading.Lock()
+
+
+class Child:
+    """A forked transfer: its pid and its output, read to the end by communicate()."""
+
+    def __init__(self, pid: int, out_fd: int, err_fd: int):
+        self.pid, self._fds = pid, {out_fd: bytearray(), err_fd: bytearray()}
+        self._out, self._err = out_fd, err_fd
+
+    def communicate(self) -> tuple[bytes, bytes, int]:
+        """(stdout, stderr, exit status) once the child has exited; -N if a signal N ended it."""
+        with selectors.DefaultSelector() as sel:
+            for fd in self._fds:
+                sel.register(fd, selectors.EVENT_READ)
+            open_fds = len(self._fds)
+            while open_fds:
+                for key, _ in sel.select():
+                    chunk = os.read(key.fd, 65536)
+                    if chunk:
+                        self._fds[key.fd] += chunk
+                    else:
+                        sel.unregister(key.fd)
+                        os.close(key.fd)
+                        open_fds -= 1
+        _, status = os.waitpid(self.pid, 0)
+        return bytes(self._fds[self._out]), bytes(self._fds[self._err]), os.waitstatus_to_exitcode(status)
+
+
+def start(args: list[str]) -> Child:
+    """Fork a child that runs rig_transfer.main(args) (args as after `rig_transfer.py`)."""
+    with _LOCK:
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        pid = os.fork()
+        if pid == 0:
+            _child(rig_transfer.main, args, out_w, err_w)  # does not return
+        os.close(out_w)
+        os.close(err_w)
+    return Child(pid, out_r, err_r)
+
+
+def _child(main, args: list[str], out_w: int, err_w: int) -> None:
+    rc = 1
+    try:
+        # The agent's objects stay as they are: never collected here (their descriptors are
+        # closed below, and closing one again could close a socket of the transfer's).
+        gc.freeze()
+        os.setsid()
+        null = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null, 0)
+        os.dup2(out_w, 1)
+        os.dup2(err_w, 2)
+        os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the agent's requests, other programs' pipes
+        sys.stdout = open(1, "w", closefd=False)
+        sys.stderr = open(2, "w", closefd=False)
+        with open("/proc/self/comm", "w") as f:
+            f.write(NAMES[1] if args[:1] == ["source"] else NAMES[0])
+        rc = main(args)
+    except SystemExit as e:  # argparse's usage error (2), SIGTERM's unwinding (143)
+        rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
+        if isinstance(e.code, str):
+            print(e.code, file=sys.stderr)
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the agent
+        traceback.print_exc()
+    finally:
+        try:
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:
+            os._exit(rc if isinstance(rc, int) else 1)

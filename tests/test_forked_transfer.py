@@ -1,0 +1,68 @@
+"""The node agent forks the rig's transfer instead of starting a new Python for it: the forked
+sink and source take the same checked arguments, print the same report, are stopped the same
+way, and carry a name by which a later agent finds them as strays (their command line is the
+agent's). Over the loopback, plain TCP: no root, no namespace."""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+from pathlib import Path
+
+from rig_node import forked
+from rig_node.programs import Launch, _is_ours, argv_for
+from rig_node.sampling import listening
+
+
+def _port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _transfer(args: dict) -> Launch:
+    return Launch(argv_for("transfer", args), None, forked=True)
+
+
+def _comm(launch: Launch) -> str:
+    deadline = time.monotonic() + 5
+    while launch.pid is None:
+        assert time.monotonic() < deadline, "not forked"
+        time.sleep(0.005)
+    return Path(f"/proc/{launch.pid}/comm").read_text().strip()
+
+
+def _listen(port: int) -> None:
+    deadline = time.monotonic() + 5
+    while not listening(port):
+        assert time.monotonic() < deadline, "the forked sink does not listen"
+        time.sleep(0.005)
+
+
+def test_a_forked_sink_and_source_transfer_and_report_like_the_program():
+    port = _port()
+    sink = _transfer({"mode": "sink", "port": port, "connections": 2, "mptcp": False, "timeout_s": 30})
+    _listen(port)
+    assert _comm(sink) == "rig-sink"
+    source = _transfer({"mode": "source", "port": port, "connections": 2, "mptcp": False, "target": "127.0.0.1",
+                        "bytes": 1_000_001, "at": time.time() + 0.05, "sample_ms": 20})
+    assert _comm(source) == "rig-source"
+    for launch in (source, sink):
+        assert launch.done.wait(30)
+        assert launch.result["rc"] == 0, launch.result["stderr"]
+    src, dst = (json.loads(launch.result["stdout"]) for launch in (source, sink))
+    assert sum(c["bytes"] for c in dst["connections"]) == 1_000_001 == sum(c["bytes"] for c in src["connections"])
+    assert src["ready_at"] <= src["started_at"] <= min(c["first_byte_at"] for c in dst["connections"])
+
+
+def test_a_forked_transfer_is_stopped_and_found_as_a_stray():
+    port = _port()
+    sink = _transfer({"mode": "sink", "port": port, "connections": 1, "mptcp": False, "timeout_s": 600})
+    _listen(port)
+    agent_cmdline = ["python3", "-I", "rig_agent.py"]  # what a forked child's command line is
+    assert _is_ours(agent_cmdline, _comm(sink)) and not _is_ours(agent_cmdline, "python3")
+    sink.stop()
+    assert sink.done.wait(5) and sink.result["rc"] == -15  # TERM, as a started program
+    assert not listening(port)
+    assert set(forked.NAMES) == {"rig-sink", "rig-source"}
