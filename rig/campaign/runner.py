@@ -15,6 +15,7 @@ import signal
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from rig import provenance
 from rig.campaign.model import Campaign, load_campaign
@@ -35,6 +36,50 @@ MAX_FAULTS_IN_A_ROW = 3
 # at most this often during a campaign, and always at its end (also when stopped or failing);
 # runs/ stays the truth, and --resume rewrites the table from it first.
 RUNS_TABLE_EVERY_S = 30.0
+# A run's storing waits this long past the next run's T0: its senders have started by then.
+STORE_AFTER_T0_S = 0.05
+
+
+class _Recorder:
+    """Stores each finished run while the next one transfers. A run's record is held in memory
+    until the next run's sources have started (its T0 plus STORE_AFTER_T0_S), and written then,
+    instead of in the runner's path between two runs. Nothing of it runs before that T0, so the
+    senders' start is not disturbed; the radio emulators run at real-time priority, above any
+    storing, so their lag is not either. flush() writes what is held at once: when the next run
+    fails before its launch, and always before the campaign ends (also on an error, Ctrl-C or
+    SIGTERM). A SIGKILL loses at most the held run, which --resume runs again."""
+
+    def __init__(self, store: CampaignStore, sink):
+        self.store, self.sink = store, sink
+        self.held: RunRecord | None = None
+        self.table_at = time.monotonic()
+
+    def hold(self, record: RunRecord) -> None:
+        self.flush()
+        self.held = record
+
+    def flush(self) -> None:
+        record = self.held
+        if record is None:
+            return
+        self.store.write_run(record)
+        self.held = None
+        if time.monotonic() - self.table_at >= RUNS_TABLE_EVERY_S:
+            self.store.write_runs_table()
+            self.table_at = time.monotonic()
+        if self.sink is not None:
+            self.sink.write_run(self.store.runs_dir / record.run.run_id)
+
+    def flush_after(self, t0: float) -> None:
+        """flush() once the run that has this T0 is under way (called within that run); a failure
+        to write is left for the flush() after the run (it is not the run's own failure)."""
+        if self.held is None:
+            return
+        time.sleep(max(0.0, t0 + STORE_AFTER_T0_S - time.time()))
+        try:
+            self.flush()
+        except Exception:  # noqa: BLE001 - raised again by the next flush(), outside the run
+            pass
 
 
 class Stopped(Exception):
@@ -100,11 +145,10 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
 
     t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
     spreads: list[float] = []
-    sink = _sink()
+    recorder = _Recorder(store, _sink())
     resume_hint = f"rig campaign run {file} --out {out} --resume"
     if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
         store.write_runs_table()
-    table_at = time.monotonic()
     try:
         with _SignalGuard():
             ctx: RunContext | None = None
@@ -123,30 +167,28 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     else:
                         why = f"{', '.join(lost)} lost" if lost else fault
                         progress.note(f"restoring the rig ({why})" if why else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                        previous = ctx
                         ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
+                        if not why:  # a new block, the same agents: the T0 lead they need is known
+                            ctx.needed_leads = previous.needed_leads
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
                 ctx.events, ctx.loss_aware, ctx.tcp = run_events(campaign.events, run), campaign.loss_aware, campaign.tcp
                 ctx.more_runs = i + 1 < len(todo)
                 started, t_run = utc_now(), time.monotonic()
                 try:
-                    record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries)
+                    record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries, recorder.flush_after)
                     faults_in_a_row = 0
                 except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
                     fault, faults_in_a_row = str(e), faults_in_a_row + 1
                     record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
                     progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)
-                store.write_run(record)
-                if time.monotonic() - table_at >= RUNS_TABLE_EVERY_S:
-                    store.write_runs_table()
-                    table_at = time.monotonic()
+                recorder.hold(record)  # written during the next run's transfer (or at the end)
                 counts[record.status] += 1
                 transfer += (record.details.get("transfer_s") or 0.0) + retried_s
                 retried += record.details["lag_retries"]
                 if record.details.get("start_spread_ms") is not None:
                     spreads.append(record.details["start_spread_ms"])
-                if sink is not None:
-                    sink.write_run(store.runs_dir / run.run_id)
                 if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
                     raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
                                    f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
@@ -155,6 +197,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     ctx.sinks_ready = None
     finally:
         try:
+            recorder.flush()
             if store.rows():  # every recorded run, also when the campaign stops early
                 store.write_runs_table()
         finally:
@@ -193,12 +236,14 @@ def _failed_record(ctx: RunContext, run: Run, reason: str, started: str, store: 
                      details={"lost_component": True, "lag_retries": store.attempts(run.run_id)})
 
 
-def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int):
+def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int,
+             during: Callable[[float], None] | None = None):
     """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times):
-    the record to keep, and the transfer seconds of the attempts set aside."""
+    the record to keep, and the transfer seconds of the attempts set aside. `during(t0)` is called
+    within its (first) transfer."""
     progress.starting(run.run_id)
     t = time.monotonic()
-    record, retried_s = execute_run(ctx, run), 0.0
+    record, retried_s = execute_run(ctx, run, during), 0.0
     while record.details.get("lagged") and store.attempts(run.run_id) < lag_retries:
         kept = store.write_attempt(record)
         retried_s += record.details.get("transfer_s") or 0.0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import math
 import time
 from dataclasses import dataclass, field
+from typing import Callable
 from datetime import datetime, timezone
 
 import pyarrow as pa
@@ -27,8 +28,10 @@ from rig.store import RunRecord
 # T0 is set this far after the sources are launched: they start ahead and wait for T0 themselves,
 # so it covers twice the time the previous run's launch requests took to reach every agent
 # (~12 ms for 5 senders over netns) plus 1.5 x the slowest source's start-up in that run (its
-# launch to its `ready_at`: 0.1-0.2 s of Python on this host, more when loaded).
-START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.1, 0.5
+# launch to its `ready_at`: a few ms, the agent forks it; more when the host is loaded). A
+# campaign's first run has no such measure yet: it waits START_LEAD_FIRST_S.
+START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.03, 0.15
+LEAD_RUNS = 5  # the lead is the largest of what the last this many runs needed
 LISTEN_TIMEOUT_S = 5.0
 
 
@@ -43,6 +46,9 @@ class RunContext:
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     schedule_s: float | None = None  # how long the last launch requests took
     startup_s: float = 0.0  # the slowest source's start-up in the last run (launch -> ready to wait)
+    # The T0 lead each of the last LEAD_RUNS runs would have needed (a burst of load in one run
+    # must not leave the next with a lead sized from a single quick one)
+    needed_leads: list = field(default_factory=list)
     # The sinks already listening for the next run, started at the end of the previous one (their
     # arguments and the receive buffer they started with), or None: started within the run.
     sinks_ready: tuple | None = None
@@ -65,9 +71,14 @@ class RunContext:
         self.applied[(agent.host, op)] = request
 
     def start_lead_s(self) -> float:
-        if self.schedule_s is None:
+        if not self.needed_leads:
             return START_LEAD_FIRST_S
-        return max(START_LEAD_MIN_S, 2 * self.schedule_s + 1.5 * self.startup_s)
+        return max(START_LEAD_MIN_S, *self.needed_leads)
+
+    def ran(self, schedule_s: float, startup_s: float) -> None:
+        """A run's launch took schedule_s and its slowest source started in startup_s."""
+        self.schedule_s, self.startup_s = schedule_s, startup_s
+        self.needed_leads = [*self.needed_leads, 2 * schedule_s + 1.5 * startup_s][-LEAD_RUNS:]
 
 
 def iso(t: float) -> str:
@@ -233,7 +244,9 @@ def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, report
     return timeseries
 
 
-def execute_run(ctx: RunContext, run: Run) -> RunRecord:
+def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | None = None) -> RunRecord:
+    """The run, recorded in memory. `during(t0)` is called once the sources are launched (T0
+    set): the runner stores the previous run then (rig.campaign.runner), while this one transfers."""
     topo = ctx.topo
     senders = [p.sender for p in topo.pairs]
     by_sender = {p.sender: p for p in topo.pairs}
@@ -249,6 +262,8 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     clocks = {} if ctx.shared_clock else ctx.agents.each(topo.nodes, lambda a: a.request("clock"))
     t0, events = launch(ctx, run)
     marks.append(("schedule", time.monotonic()))
+    if during is not None:
+        during(t0)
 
     timeout = transfers.run_timeout_s(run, ctx.limits)
     sources = ctx.agents.each(senders, lambda a: a.request("wait", key=transfers.SOURCE_KEY, timeout=timeout))
@@ -272,7 +287,7 @@ def execute_run(ctx: RunContext, run: Run) -> RunRecord:
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
 
     reports, pairs, done = {}, [], {}
-    ctx.startup_s = transfers.startup_s(sources.values())
+    ctx.ran(ctx.schedule_s, transfers.startup_s(sources.values()))
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
         pairs.append(pair_row(run, by_sender[s], done[s], reports[s]["sink"], samples[s], mib_before[s], mib_after[s]))
