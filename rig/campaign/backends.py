@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import shlex
 import subprocess
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rig import congestion
@@ -86,10 +87,20 @@ class EmulatedBackend:
         check_host_ccs(campaign, source)
 
     def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
-        if self.agents is None:
-            self.rig.up(settings, ssh=self.transport == "ssh")
-            via = self.rig.ssh_transport(self.agent_path) if self.transport == "ssh" else NetnsTransport(self.rig.prefix, self.rig.state_dir / "agent-logs")
-            self.agents = AgentPool(via, self.rig.topo.nodes)
+        if self.agents is None and self.transport == "ssh":
+            self.rig.up(settings, ssh=True)
+            self.agents = AgentPool(self.rig.ssh_transport(self.agent_path), self.rig.topo.nodes)
+        elif self.agents is None:  # the agents start (Python) while the core and the radios are wired
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                starting = []
+                via = NetnsTransport(self.rig.prefix, self.rig.state_dir / "agent-logs")
+                try:
+                    self.rig.up(settings, namespaces_ready=lambda: starting.append(pool.submit(AgentPool, via, self.rig.topo.nodes)))
+                except BaseException:
+                    if starting and starting[0].exception() is None:
+                        starting[0].result().close()
+                    raise
+                self.agents = starting[0].result()
         return configure_setup(self.rig, self.agents, settings, limits)
 
     # After a lost component: what died (cheap, checked before every run), and the block rebuilt.

@@ -304,6 +304,11 @@ class RadioProcess:
         self.stop()
 
     def start(self, timeout_s: float = 20.0) -> None:
+        self.spawn()
+        self.wait_ready(timeout_s)
+
+    def spawn(self) -> None:
+        """Start the process without waiting for it (wait_ready): several start side by side."""
         if self.alive():
             raise RigError(f"radio network {self.spec.name} is already running (pid {self.pid})")
         # RIG_RADIO_EMULATOR: another build of the emulator (A/B measurements, docs/emulator.md).
@@ -325,6 +330,9 @@ class RadioProcess:
             )
         self.pid = self._proc.pid  # `ip netns exec` execs the emulator: same pid
         self.pid_path.write_text(f"{self.pid} {_process_start_time(self.pid)}\n")
+
+    def wait_ready(self, timeout_s: float = 20.0) -> None:
+        """Until the spawned emulator has opened its TAPs (READY); RigError, and stopped, if not."""
         if not self._wait_ready(timeout_s):
             self.stop()
             raise RigError(f"radio network {self.spec.name} did not start: {self._stderr_tail()}")

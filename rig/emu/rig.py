@@ -20,6 +20,7 @@ import shutil
 from dataclasses import dataclass
 from ipaddress import IPv4Network
 from pathlib import Path
+from typing import Callable
 
 from rig.emu import impairments, netns
 from rig.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
@@ -152,10 +153,12 @@ class EmulatedRig:
 
     # -- bring-up ------------------------------------------------------------------------
 
-    def up(self, settings: RadioSettings, ssh: bool = False) -> Topology:
+    def up(self, settings: RadioSettings, ssh: bool = False, namespaces_ready: Callable[[], None] | None = None) -> Topology:
         """Namespaces and core (once), then radios and node addresses for `settings`.
 
         ssh: also a management network and an SSH server on every node (docs/design.md).
+        namespaces_ready: called once every namespace exists, before the core and the radios are
+        wired (e.g. to start the node agents meanwhile: they need no interface to start).
         """
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
         self.state_dir.mkdir(parents=True, exist_ok=True)
@@ -163,6 +166,8 @@ class EmulatedRig:
         fresh = not netns.exists(self.ns("core"))
         for h in hosts:
             netns.add(self.ns(h))
+        if namespaces_ready is not None:
+            namespaces_ready()
         if fresh:
             self._wire_core()
         if ssh and not netns.exists(self.ns("mgmt")):
@@ -219,49 +224,74 @@ class EmulatedRig:
                                     "net.ipv4.conf.default.send_redirects=0 net.ipv4.conf.all.rp_filter=0")
 
     def attach_radios(self, settings: RadioSettings) -> None:
-        """(Re)start one ns-3 process per radio network and move its TAPs to their hosts."""
+        """One ns-3 process per radio network, its TAPs moved to their hosts. An emulator already
+        running with the same spec (same stations, same pipes) is kept with its TAPs, the others
+        are (re)started side by side: a setup change rebuilds only the networks it changes."""
         from rig.emu.radio import RadioProcess
 
-        self.stop_radios()
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
         hop_of = impairments.hop_names(self.topo)
-        self.hops = []
-        workdir = self.state_dir / "radios"
-        workdir.mkdir(parents=True, exist_ok=True)
+        wanted, hops = {}, []
         for network, kind in RADIO_NETWORKS.items():
             stations = self.topo.stations(network)
-            if not stations:
-                continue
-            pipes, rows = _station_pipes(network, kind, stations, settings, hop_of)
-            self.hops += rows
-            spec = _radio_spec(network, kind, stations, pipes, settings)
-            proc = RadioProcess(spec, self.ns("radio"), workdir)
-            proc.start()
-            self.radios[network] = proc
-            gw_ns = self.ns(GATEWAY_HOST[network])
-            self._move_tap(spec.gateway_tap, gw_ns, "radio0")
-            if spec.kind == "lte":  # a routed cell: the PGW sits behind radio0, the UE pool behind it
-                netns.ip_batch(gw_ns, [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
-                                       f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"])
-            else:
-                netns.ip_batch(gw_ns, [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
-                                       for a in attachments_of(network)] + ["link set radio0 up"])
-            netns.sh(gw_ns, "sysctl -qw net.ipv4.conf.radio0.send_redirects=0")
-            for s in stations:
-                self._move_tap(_tap_name(network, s), self.ns(s.host), s.ifname)
-                self.stations[_tap_name(network, s)] = (s.host, s.ifname)
+            if stations:
+                pipes, rows = _station_pipes(network, kind, stations, settings, hop_of)
+                hops += rows
+                wanted[network] = (_radio_spec(network, kind, stations, pipes, settings), stations)
+        kept = {n for n, p in self.radios.items() if n in wanted and p.spec == wanted[n][0] and p.alive()}  # type: ignore[attr-defined]
+        for network in [n for n in self.radios if n not in kept]:
+            self.radios.pop(network).stop()  # type: ignore[attr-defined]
+        if not kept and netns.exists(self.ns("radio")):  # an earlier `rig emu up`'s, found by namespace
+            netns.kill_all([self.ns("radio")])
+        self.hops = hops
+        self.stations = {_tap_name(n, s): (s.host, s.ifname) for n, (_, stations) in wanted.items() for s in stations}
+        workdir = self.state_dir / "radios"
+        workdir.mkdir(parents=True, exist_ok=True)
+        fresh = {n: RadioProcess(spec, self.ns("radio"), workdir) for n, (spec, _) in wanted.items() if n not in kept}
+        try:
+            for proc in fresh.values():  # their start-ups overlap
+                proc.spawn()
+            for network, proc in fresh.items():
+                proc.wait_ready()
+                self.radios[network] = proc
+        except Exception:
+            for proc in fresh.values():
+                proc.stop()
+            raise
+        self._wire_radios({n: wanted[n] for n in fresh})
         self.settings = settings
         self._save_state()
+
+    def _wire_radios(self, started: dict) -> None:
+        """The TAPs of freshly started emulators into their hosts (one `ip -batch` per namespace),
+        named and, on the gateway side, addressed."""
+        moves, in_ns = [], {}
+        for network, (spec, stations) in started.items():
+            gw_ns = self.ns(GATEWAY_HOST[network])
+            moves.append(f"link set {spec.gateway_tap} netns {gw_ns}")
+            cmds = [f"link set {spec.gateway_tap} name radio0"]
+            if spec.kind == "lte":  # a routed cell: the PGW sits behind radio0, the UE pool behind it
+                cmds += [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
+                         f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"]
+            else:
+                cmds += [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
+                         for a in attachments_of(network)] + ["link set radio0 up"]
+            in_ns.setdefault(gw_ns, []).extend(cmds)
+            for s in stations:
+                moves.append(f"link set {_tap_name(network, s)} netns {self.ns(s.host)}")
+                in_ns.setdefault(self.ns(s.host), []).append(f"link set {_tap_name(network, s)} name {s.ifname}")
+        if moves:
+            netns.ip_batch(self.ns("radio"), moves)
+        for ns, cmds in in_ns.items():
+            netns.ip_batch(ns, cmds)
+        for network in started:  # the gateways never redirect a hairpinned packet
+            netns.sh(self.ns(GATEWAY_HOST[network]), "sysctl -qw net.ipv4.conf.radio0.send_redirects=0")
 
     def station_tap(self, host: str, interface: str) -> tuple[str, str]:
         """(radio network, station TAP) of a node's radio interface: where a change during a run
         goes (self.radios[network].schedule, docs/emulator.md). RigError if the running radios
         have no such station."""
         return station_tap(self.radios, self.stations, host, interface, f"emulated rig {self.prefix}")
-
-    def _move_tap(self, tap: str, target_ns: str, name: str) -> None:
-        netns.ip("link", "set", tap, "netns", target_ns, netns=self.ns("radio"))
-        netns.ip("link", "set", tap, "name", name, netns=target_ns)
 
     def dead_radios(self) -> list[str]:
         """Radio networks whose emulator has exited (a poll each: cheap enough before every run).
