@@ -16,16 +16,16 @@ from pathlib import Path
 
 import pytest
 
-from rig.emu.radio import Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss
+from fixtures.radio_net import SUBNET, star
+from fixtures.radio_traffic import NO_IMPAIRMENT, iperf_server
+from rig.emu.radio import RadioNetworkSpec, RadioProcess, Station, WifiBss
 from rig.errors import RigError
-from test_radio_emulator import SUBNET, emulator_built, iperf_server, netns, procs, star  # noqa: F401 (fixtures)
 
 pytestmark = [
     pytest.mark.emulated,
     pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/net/tun").exists(), reason="needs root and /dev/net/tun"),
 ]
 
-NO_IMPAIRMENT = Pipe(0, 0)
 BSS_A = WifiBss("a", 5, 20)  # 54 Mbit/s OFDM: DCF saturation ~30 Mbit/s of 1500-byte packets
 
 
@@ -34,11 +34,11 @@ def bss(n: int, name: str) -> RadioNetworkSpec:
     return RadioNetworkSpec(name, "nstgw", stations, kind="dcf", wifi=BSS_A)
 
 
-def saturate(gw: str, senders: list[str], procs: list, seconds: int = 5) -> tuple[float, float]:
+def saturate(netns, gw: str, senders: list[str], seconds: int = 5) -> tuple[float, float]:
     """UDP from every sender to the gateway at 1.2 x 54 Mbit/s in total; the window measured."""
     ports = [5301 + i for i in range(len(senders))]
     for port in ports:
-        iperf_server(gw, port, procs)
+        iperf_server(netns, gw, port)
     rate = 1.2 * 54e6 / len(senders)
     start = time.time()
     clients = [subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-c", f"{SUBNET}.1", "-p", str(port), "-u",
@@ -62,14 +62,13 @@ def per_station_mbps(radio: RadioProcess, since: float, until: float) -> tuple[d
     return rates, sum(r["collisions"] for r in rows)
 
 
-def test_saturated_stations_share_the_channel_as_dcf(emulator_built, netns, procs, tmp_path):
+def test_saturated_stations_share_the_channel_as_dcf(emulator, netns, tmp_path):
     results = {}
     for n in (1, 5):
         radio, gw, senders = star(bss(n, f"dcf{n}"), netns, tmp_path / str(n))
         with radio:
-            since, until = saturate(gw, senders, procs)
+            since, until = saturate(netns, gw, senders)
             results[n] = per_station_mbps(radio, since, until)
-            procs.clear()
     (one,), collisions_alone = results[1][0].values(), results[1][1]
     five, collisions_five = list(results[5][0].values()), results[5][1]
     # One sender alone: Bianchi's saturation throughput of 802.11a at 54 Mbit/s, ~30.5 Mbit/s of
@@ -81,10 +80,10 @@ def test_saturated_stations_share_the_channel_as_dcf(emulator_built, netns, proc
     assert collisions_alone == 0 and collisions_five > 0, (collisions_alone, collisions_five)
 
 
-def test_tcp_upload_and_its_acks_share_the_channel(emulator_built, netns, procs, tmp_path):
+def test_tcp_upload_and_its_acks_share_the_channel(emulator, netns, tmp_path):
     radio, gw, (sender,) = star(bss(1, "dcftcp"), netns, tmp_path)
     with radio:
-        iperf_server(gw, 5201, procs)
+        iperf_server(netns, gw, 5201)
         start = time.time()
         out = subprocess.run(["ip", "netns", "exec", sender, "iperf3", "-c", f"{SUBNET}.1", "-p", "5201", "-J",
                               "-t", "3", "-O", "1"], capture_output=True, text=True, timeout=60).stdout

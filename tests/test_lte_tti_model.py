@@ -8,22 +8,21 @@ downlink. The cell's per-second stats log says what the scheduler granted.
 
 from __future__ import annotations
 
+import os
 import statistics
+from pathlib import Path
 
+import pytest
+
+from fixtures.radio_net import star
+from fixtures.radio_traffic import NO_IMPAIRMENT, TCP_PAYLOAD_SHARE, goodputs_bps
 from rig.emu.radio import LteTtiCell, RadioNetworkSpec, Station
 from rig.profiles import lte_profile
 
-# The namespace, process and build fixtures and the helpers of the other emulator tests.
-from test_radio_emulator import (  # noqa: F401
-    NO_IMPAIRMENT,
-    TCP_PAYLOAD_SHARE,
-    emulator_built,
-    goodputs_bps,
-    netns,
-    procs,
-    pytestmark,
-    star,
-)
+pytestmark = [
+    pytest.mark.emulated,
+    pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/net/tun").exists(), reason="needs root and /dev/net/tun"),
+]
 
 PROFILE = lte_profile("band7-5mhz")  # 25 PRB: one UE alone at MCS 20 -> TBS 10680 bits per TTI
 
@@ -39,13 +38,13 @@ def busy_rows(radio, since: float, until: float) -> list[dict]:
     return [r for r in radio.station_stats(since + 1.5, until - 1) if r["ul_grants"] > 0]
 
 
-def test_single_ue_uplink_runs_at_the_profiles_reference_rate(emulator_built, netns, procs, tmp_path):
+def test_single_ue_uplink_runs_at_the_profiles_reference_rate(emulator, netns, tmp_path):
     radio, gw, nodes = star(cell_spec(1), netns, tmp_path)
     with radio:
         import time
 
         t0 = time.time()
-        (goodput,) = goodputs_bps(gw, nodes, procs, seconds=4)
+        (goodput,) = goodputs_bps(netns, gw, nodes, seconds=4)
         rows = busy_rows(radio, t0, time.time())
     reference = PROFILE.emulation.rate_bps * TCP_PAYLOAD_SHARE
     assert 0.8 * reference < goodput < 1.1 * reference, goodput
@@ -58,13 +57,13 @@ def test_single_ue_uplink_runs_at_the_profiles_reference_rate(emulator_built, ne
     assert all(r["ul_harq_retx"] == 0 for r in rows)  # target BLER 0: no retransmissions
 
 
-def test_five_ues_share_the_cell_round_robin(emulator_built, netns, procs, tmp_path):
+def test_five_ues_share_the_cell_round_robin(emulator, netns, tmp_path):
     alone_radio, alone_gw, alone_nodes = star(cell_spec(1, scheduler="rr", ul_scheduler="rr"), netns, tmp_path / "one")
     with alone_radio:
-        (alone,) = goodputs_bps(alone_gw, alone_nodes, procs, seconds=4)
+        (alone,) = goodputs_bps(netns, alone_gw, alone_nodes, seconds=4)
     radio, gw, nodes = star(cell_spec(5, scheduler="rr", ul_scheduler="rr"), netns, tmp_path / "five")
     with radio:
-        shares = goodputs_bps(gw, nodes, procs, seconds=6)
+        shares = goodputs_bps(netns, gw, nodes, seconds=6)
     aggregate = sum(shares)
     # The cell's capacity stays (TCP keeps every UE backlogged); each UE gets about a fifth.
     assert 0.8 * alone < aggregate < 1.1 * alone, (alone, shares)
@@ -73,13 +72,13 @@ def test_five_ues_share_the_cell_round_robin(emulator_built, netns, procs, tmp_p
     assert statistics.pstdev(shares) < 0.25 * statistics.mean(shares), shares
 
 
-def test_harq_retransmissions_at_the_target_bler_are_counted(emulator_built, netns, procs, tmp_path):
+def test_harq_retransmissions_at_the_target_bler_are_counted(emulator, netns, tmp_path):
     radio, gw, nodes = star(cell_spec(1, target_bler=0.2), netns, tmp_path)
     with radio:
         import time
 
         t0 = time.time()
-        (goodput,) = goodputs_bps(gw, nodes, procs, seconds=4)
+        (goodput,) = goodputs_bps(netns, gw, nodes, seconds=4)
         rows = busy_rows(radio, t0, time.time())
     grants = sum(r["ul_grants"] for r in rows)
     retx = sum(r["ul_harq_retx"] for r in rows)
@@ -90,7 +89,7 @@ def test_harq_retransmissions_at_the_target_bler_are_counted(emulator_built, net
     assert goodput > 0.5 * PROFILE.emulation.rate_bps * TCP_PAYLOAD_SHARE
 
 
-def test_per_ue_sinr_and_sinr_trace_set_the_mcs(emulator_built, netns, procs, tmp_path):
+def test_per_ue_sinr_and_sinr_trace_set_the_mcs(emulator, netns, tmp_path):
     from rig.emu.radio import LteTtiUe
 
     # ltt0 at 8 dB all along (MCS 8); ltt1 at the cell's 18.8 dB (MCS 20), 8 dB from 4 s on.
@@ -100,7 +99,7 @@ def test_per_ue_sinr_and_sinr_trace_set_the_mcs(emulator_built, netns, procs, tm
         import time
 
         t0 = time.time()
-        low, traced = goodputs_bps(gw, nodes, procs, seconds=6)
+        low, traced = goodputs_bps(netns, gw, nodes, seconds=6)
         rows = busy_rows(radio, t0, time.time())
     by_station = {tap: [r["ul_mcs"] for r in rows if r["station"] == tap] for tap in ("ltt0", "ltt1")}
     assert by_station["ltt0"] and all(m == 8 for m in by_station["ltt0"]), by_station

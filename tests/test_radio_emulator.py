@@ -17,64 +17,15 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.namespaces import netns  # noqa: F401 (the shared fixture; test_dcf_model and test_lte_tti_model import it from here)
-from fixtures.radio_net import SUBNET, UE_SUBNET, cell, mac, sh, star  # noqa: F401 (also imported from here by those two)
-from rig.emu.build import build, emulator_binary, is_up_to_date
+from fixtures.radio_net import SUBNET, UE_SUBNET, cell, sh, star
+from fixtures.radio_traffic import NO_IMPAIRMENT, TCP_PAYLOAD_SHARE, goodputs_bps, iperf_client, iperf_result, iperf_server
+from rig.emu.build import emulator_binary, is_up_to_date
 from rig.emu.radio import LagStats, LteCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss
 
 pytestmark = [
     pytest.mark.emulated,
     pytest.mark.skipif(os.geteuid() != 0 or not Path("/dev/net/tun").exists(), reason="needs root and /dev/net/tun"),
 ]
-
-NO_IMPAIRMENT = Pipe(0, 0)
-TCP_PAYLOAD_SHARE = 1448 / 1514  # TCP payload per full Ethernet frame (with timestamps)
-
-
-@pytest.fixture(scope="module")
-def emulator_built() -> Path:
-    return build()
-
-
-@pytest.fixture
-def procs():
-    """Background processes a test starts (iperf3 servers); killed after the test."""
-    started: list[subprocess.Popen] = []
-    try:
-        yield started
-    finally:
-        for p in started:
-            p.kill()
-            p.wait()
-
-
-def goodputs_bps(gw: str, senders: list[str], procs: list, seconds: int = 3) -> list[float]:
-    """Concurrent iperf3 TCP uploads from each sender namespace to the gateway namespace."""
-    ports = [5301 + i for i in range(len(senders))]
-    for port in ports:
-        iperf_server(gw, port, procs)
-    clients = [iperf_client(ns, port, "-t", str(seconds), "-O", "1") for ns, port in zip(senders, ports)]
-    return [iperf_result(c)["end"]["sum_received"]["bits_per_second"] for c in clients]
-
-
-def iperf_server(ns: str, port: int, procs: list) -> None:
-    procs.append(subprocess.Popen(["ip", "netns", "exec", ns, "iperf3", "-s", "-1", "-p", str(port)],
-                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
-    for _ in range(100):
-        if f":{port} " in sh("ss", "-ltnH", ns=ns):
-            return
-        time.sleep(0.05)
-    raise AssertionError("iperf3 server did not listen")
-
-
-def iperf_client(ns: str, port: int, *args: str) -> subprocess.Popen:
-    cmd = ["ip", "netns", "exec", ns, "iperf3", "-c", f"{SUBNET}.1", "-p", str(port), "-J", *args]
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
-
-
-def iperf_result(client: subprocess.Popen) -> dict:
-    out, _ = client.communicate(timeout=30)
-    return json.loads(out)
 
 
 # This host has no ping binary; a UDP echo measures the round trip the same way.
@@ -127,8 +78,8 @@ for i in range(int(sys.argv[2])):
 """
 
 
-def echo_rtts_ms(server_ns: str, client_ns: str, server_addr: str, count: int, procs: list) -> list[float]:
-    procs.append(subprocess.Popen(["ip", "netns", "exec", server_ns, sys.executable, "-c", ECHO_SERVER]))
+def echo_rtts_ms(netns, server_ns: str, client_ns: str, server_addr: str, count: int) -> list[float]:
+    netns.start([sys.executable, "-c", ECHO_SERVER], server_ns)
     for _ in range(100):
         if ":7007 " in sh("ss", "-lunH", ns=server_ns):
             break
@@ -144,25 +95,25 @@ def taps_in(ns: str) -> list[str]:
     return [l["ifname"] for l in json.loads(sh("ip", "-j", "link", "show", ns=ns)) if l["ifname"] != "lo"]
 
 
-def test_build_is_recorded_as_up_to_date(emulator_built):
-    assert emulator_built == emulator_binary() and is_up_to_date()
+def test_build_is_recorded_as_up_to_date(emulator):
+    assert emulator == emulator_binary() and is_up_to_date()
 
 
-def test_rtt_is_uplink_plus_downlink_delay(emulator_built, netns, procs, tmp_path):
+def test_rtt_is_uplink_plus_downlink_delay(emulator, netns, tmp_path):
     spec = RadioNetworkSpec("rtt", "nstgw", (Station("nsts0", link(20e6, 0.010), link(20e6, 0.015)),))
     radio, gw, (st,) = star(spec, netns, tmp_path)
     with radio:
-        rtts = echo_rtts_ms(gw, st, f"{SUBNET}.1", 10, procs)
+        rtts = echo_rtts_ms(netns, gw, st, f"{SUBNET}.1", 10)
         # 25 ms of configured delay plus serialisation of two 98-byte frames (< 0.1 ms)
         assert 24.9 <= statistics.median(rtts) <= 27.0, rtts
 
 
-def test_tcp_throughput_close_to_and_not_above_rate(emulator_built, netns, procs, tmp_path):
+def test_tcp_throughput_close_to_and_not_above_rate(emulator, netns, tmp_path):
     rate = 20e6
     spec = RadioNetworkSpec("tcp", "nstgw", (Station("nsts0", link(rate, 0.010), link(rate, 0.010)),))
     radio, gw, (st,) = star(spec, netns, tmp_path)
     with radio:
-        iperf_server(gw, 5201, procs)
+        iperf_server(netns, gw, 5201)
         start = time.time()
         result = iperf_result(iperf_client(st, 5201, "-t", "3", "-O", "1"))
         goodput = result["end"]["sum_received"]["bits_per_second"]
@@ -181,36 +132,31 @@ def test_tcp_throughput_close_to_and_not_above_rate(emulator_built, netns, procs
         assert last["since"] < until <= last["t"] < until + 0.5 and last["n"] >= 1
 
 
-def test_loss_drops_the_configured_fraction(emulator_built, netns, tmp_path):
+def test_loss_drops_the_configured_fraction(emulator, netns, tmp_path):
     spec = RadioNetworkSpec(
         "loss", "nstgw", (Station("nsts0", link(50e6, 0.005), link(50e6, 0.005, loss=0.1)),), seed=7
     )
     radio, gw, (st,) = star(spec, netns, tmp_path)
     sent = 3000
     with radio:
-        sink = subprocess.Popen(["ip", "netns", "exec", st, sys.executable, "-c", UDP_SINK],
-                                stdout=subprocess.PIPE, text=True)
-        try:
-            for _ in range(100):
-                if ":7008 " in sh("ss", "-lunH", ns=st):
-                    break
-                time.sleep(0.05)
-            sh(sys.executable, "-c", UDP_SOURCE, f"{SUBNET}.2", str(sent), ns=gw)  # over the downlink
-            received = int(sink.communicate(timeout=15)[0])
-        finally:
-            sink.kill()
-            sink.wait()
+        sink = netns.start([sys.executable, "-c", UDP_SINK], st, stdout=subprocess.PIPE, text=True)
+        for _ in range(100):
+            if ":7008 " in sh("ss", "-lunH", ns=st):
+                break
+            time.sleep(0.05)
+        sh(sys.executable, "-c", UDP_SOURCE, f"{SUBNET}.2", str(sent), ns=gw)  # over the downlink
+        received = int(sink.communicate(timeout=15)[0])
         lost = 1 - received / sent
         assert 0.085 <= lost <= 0.115, lost  # binomial sd at n=3000: 0.55 %
 
 
-def test_shared_medium_caps_the_sum_of_two_stations(emulator_built, netns, procs, tmp_path):
+def test_shared_medium_caps_the_sum_of_two_stations(emulator, netns, tmp_path):
     medium = 10e6
     stations = tuple(Station(f"nsts{i}", link(20e6, 0.005), link(20e6, 0.005)) for i in range(2))
     spec = RadioNetworkSpec("medium", "nstgw", stations, medium_rate_bps=medium)
     radio, gw, senders = star(spec, netns, tmp_path)
     with radio:
-        rates = goodputs_bps(gw, senders, procs)
+        rates = goodputs_bps(netns, gw, senders)
         # each alone could do ~19 Mbit/s; together they share one 10 Mbit/s medium
         assert sum(rates) <= medium, rates
         assert sum(rates) >= 0.8 * medium * TCP_PAYLOAD_SHARE, rates
@@ -218,11 +164,11 @@ def test_shared_medium_caps_the_sum_of_two_stations(emulator_built, netns, procs
         # station to station is relayed as by an AP: up, then down, both ways: 4 x 5 ms. The
         # smallest of 9 echoes: a host hiccup right after the TCP runs can only add to some of
         # them (seen once in CI on a loaded host: median 24.8 ms, lowest 21.8 ms).
-        rtts = echo_rtts_ms(senders[1], senders[0], f"{SUBNET}.3", 9, procs)
+        rtts = echo_rtts_ms(netns, senders[1], senders[0], f"{SUBNET}.3", 9)
         assert 19.9 <= min(rtts) <= 22.0, rtts
 
 
-def test_stop_removes_the_taps(emulator_built, netns, tmp_path):
+def test_stop_removes_the_taps(emulator, netns, tmp_path):
     spec = RadioNetworkSpec("stop", "nstgw", (Station("nsts0", link(10e6, 0.001), link(10e6, 0.001)),))
     radio, gw, (st,) = star(spec, netns, tmp_path)
     assert taps_in(gw) == ["nstgw"] and taps_in(st) == ["nsts0"]
@@ -232,7 +178,7 @@ def test_stop_removes_the_taps(emulator_built, netns, tmp_path):
     radio.stop()  # idempotent
 
 
-def test_killed_emulator_leaves_no_tap(emulator_built, netns, tmp_path):
+def test_killed_emulator_leaves_no_tap(emulator, netns, tmp_path):
     spec = RadioNetworkSpec("kill", "nstgw", (Station("nsts0", link(10e6, 0.001), link(10e6, 0.001)),))
     radio, gw, (st,) = star(spec, netns, tmp_path)
     try:
@@ -246,7 +192,7 @@ def test_killed_emulator_leaves_no_tap(emulator_built, netns, tmp_path):
         radio.stop()
 
 
-def test_a_second_controller_finds_the_running_emulator(emulator_built, netns, tmp_path):
+def test_a_second_controller_finds_the_running_emulator(emulator, netns, tmp_path):
     spec = RadioNetworkSpec("adopt", "nstgw", (Station("nsts0", link(10e6, 0.001), link(10e6, 0.001)),))
     emu = netns("emu")
     with RadioProcess(spec, emu, tmp_path) as first:
@@ -256,20 +202,20 @@ def test_a_second_controller_finds_the_running_emulator(emulator_built, netns, t
         assert not first.alive() and taps_in(emu) == []
 
 
-def test_bad_spec_fails_with_the_emulators_reason(emulator_built, netns, tmp_path):
+def test_bad_spec_fails_with_the_emulators_reason(emulator, netns, tmp_path):
     spec = RadioNetworkSpec("bad", "nstgw", (Station("nsts0", link(1e6, 0.0), link(1e6, 0.0)),), kind="nope")
     with pytest.raises(Exception, match="kind 'nope'"):
         RadioProcess(spec, netns("emu"), tmp_path).start()
     assert LagStats(0, 0, 0, 0).samples == 0
 
 
-def test_wifi_stations_contend_for_one_channel(emulator_built, netns, procs, tmp_path):
+def test_wifi_stations_contend_for_one_channel(emulator, netns, tmp_path):
     stations = tuple(Station(f"nsts{i}", NO_IMPAIRMENT, NO_IMPAIRMENT) for i in range(2))
     spec = RadioNetworkSpec("bss", "nstgw", stations, kind="wifi", wifi=WifiBss("g", 2.4, 20))
     radio, gw, senders = star(spec, netns, tmp_path)
     with radio:
         start = time.time()
-        rates = goodputs_bps(gw, senders, procs)
+        rates = goodputs_bps(netns, gw, senders)
         # 802.11g at 54 Mbit/s: DCF saturation leaves ~20-25 Mbit/s of TCP for all stations
         assert 15e6 <= sum(rates) <= 30e6, rates
         assert min(rates) >= 0.25 * sum(rates), rates
@@ -278,31 +224,31 @@ def test_wifi_stations_contend_for_one_channel(emulator_built, netns, procs, tmp
         assert all(r["associated"] for r in rows) and sum(r["retries"] for r in rows) > 0
 
 
-def test_wifi_n_at_5ghz_is_faster_than_g(emulator_built, netns, procs, tmp_path):
+def test_wifi_n_at_5ghz_is_faster_than_g(emulator, netns, tmp_path):
     rates = {}
     for standard, band, width in (("g", 2.4, 20), ("n", 5, 40)):
         station = Station("nsts0", NO_IMPAIRMENT, NO_IMPAIRMENT)
         spec = RadioNetworkSpec(f"bss{standard}", "nstgw", (station,), kind="wifi", wifi=WifiBss(standard, band, width))
         radio, gw, senders = star(spec, netns, tmp_path / standard)
         with radio:
-            rates[standard] = goodputs_bps(gw, senders, procs, seconds=2)[0]
+            rates[standard] = goodputs_bps(netns, gw, senders, seconds=2)[0]
     assert rates["n"] > 2 * rates["g"], rates
 
 
-def test_lte_single_ue_uplink_matches_the_srsran_reference(emulator_built, netns, procs, tmp_path):
+def test_lte_single_ue_uplink_matches_the_srsran_reference(emulator, netns, tmp_path):
     ue = Station("nsts0", NO_IMPAIRMENT, NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
     cell_25prb = LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1")
     spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=cell_25prb)
     radio, gw, (node,) = cell(spec, netns, tmp_path)
     with radio:
         start = time.time()
-        (rate,) = goodputs_bps(gw, [node], procs)
+        (rate,) = goodputs_bps(netns, gw, [node])
         assert 7.5e6 <= rate <= 12.5e6, rate  # srsRAN eNodeB, 25 PRB: ~10 Mbit/s, +-25 %
         rows = [r for r in radio.station_stats(start, time.time()) if r["ul_grants"]]
         assert rows and all(r["attached"] and r["ul_mcs"] > 0 for r in rows)
 
 
-def test_impairment_pipes_stack_on_top_of_the_radio(emulator_built, netns, procs, tmp_path):
+def test_impairment_pipes_stack_on_top_of_the_radio(emulator, netns, tmp_path):
     rtts = {}
     for extra_s in (0.0, 0.020):
         ue = Station("nsts0", Pipe(0, extra_s), NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
@@ -310,5 +256,5 @@ def test_impairment_pipes_stack_on_top_of_the_radio(emulator_built, netns, procs
         spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=lte)
         radio, gw, (node,) = cell(spec, netns, tmp_path / str(extra_s))
         with radio:
-            rtts[extra_s] = statistics.median(echo_rtts_ms(gw, node, f"{SUBNET}.1", 8, procs))
+            rtts[extra_s] = statistics.median(echo_rtts_ms(netns, gw, node, f"{SUBNET}.1", 8))
     assert 18 <= rtts[0.020] - rtts[0.0] <= 22, rtts
