@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import os
 import re
 import subprocess
 import sys
@@ -11,22 +10,10 @@ from pathlib import Path
 import pytest
 import yaml
 
-ANSIBLE = Path(__file__).resolve().parent.parent / "ansible"
-BIN = Path(sys.executable).parent
+from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
+
 PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml"]
 ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
-
-
-def ansible_env(tmp_path: Path) -> dict[str, str]:
-    """Environment for ansible commands: our config, the DEMO vault password, no writes to ~."""
-    return {
-        **os.environ,
-        "ANSIBLE_CONFIG": str(ANSIBLE / "ansible.cfg"),
-        "ANSIBLE_VAULT_PASSWORD_FILE": str(ANSIBLE / "vault-demo-password.txt"),
-        "ANSIBLE_HOME": str(tmp_path / "ansible-home"),
-        "ANSIBLE_LOCAL_TEMP": str(tmp_path / "ansible-tmp"),
-        "PATH": f"{BIN}:{os.environ['PATH']}",
-    }
 
 
 def test_roles_are_the_agreed_ones():

@@ -19,9 +19,9 @@ import pyarrow.parquet as pq
 import pytest
 import yaml
 
+from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import REPO, run_rig
-from test_ansible import ANSIBLE, BIN, ansible_env
-from test_emulated_ssh import etc_fingerprint
+from fixtures.etc_fingerprint import etc_fingerprint
 from rig import congestion
 from rig.emu import mgmt, netns
 from rig.emu.rig import STATE_ROOT, EmulatedRig

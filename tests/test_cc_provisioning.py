@@ -15,9 +15,9 @@ import subprocess
 import pytest
 import yaml
 
+from fixtures.ansible_env import ANSIBLE
 from fixtures.cli import REPO, run_rig
 from rig import congestion
-from test_ansible import ANSIBLE
 
 SCRIPT = REPO / "nodes" / "bpf" / "rig-cc-register"
 ROLE_DEFAULTS = ANSIBLE / "roles" / "node" / "defaults" / "main.yml"

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import os
 import subprocess
 from pathlib import Path
 
@@ -11,23 +9,10 @@ import pyarrow.parquet as pq
 import pytest
 
 from fixtures.cli import run_rig
+from fixtures.etc_fingerprint import etc_fingerprint
 from rig.emu.rig import EmulatedRig, RadioSettings
 
 pytestmark = pytest.mark.emulated
-
-
-def etc_fingerprint() -> str:
-    """Names, sizes and mtimes of everything under the host's /etc."""
-    h = hashlib.sha256()
-    for root, dirs, files in os.walk("/etc"):
-        dirs.sort()
-        for name in sorted(files):
-            try:
-                st = os.lstat(os.path.join(root, name))
-            except OSError:
-                continue
-            h.update(f"{root}/{name}:{st.st_size}:{st.st_mtime_ns}\n".encode())
-    return h.hexdigest()
 
 
 def test_ssh_reaches_nodes_whose_writes_stay_private(emulator, rig_prefix):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 from fixtures.campaign_dir import write_campaign
-from test_store import TEXT, _record
+from fixtures.run_record import SMALL_CAMPAIGN, run_record
 
 from analysis.load import load_runs, load_series, run_outcomes
 from rig import formats
@@ -62,9 +62,9 @@ def test_newer_or_unknown_format_is_refused_in_one_line(found, says):
 
 
 def _campaign(tmp_path):
-    plan = expand(parse_campaign(TEXT, "t"))
-    store = CampaignStore.create(tmp_path, plan, TEXT, {})
-    store.write_run(_record(plan.runs[0]))
+    plan = expand(parse_campaign(SMALL_CAMPAIGN, "t"))
+    store = CampaignStore.create(tmp_path, plan, SMALL_CAMPAIGN, {})
+    store.write_run(run_record(plan.runs[0]))
     return plan, store
 
 

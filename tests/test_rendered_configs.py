@@ -21,8 +21,8 @@ import libconf
 import pytest
 import yaml
 
+from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
-from test_ansible import ANSIBLE, BIN, ansible_env  # pytest puts tests/ on sys.path
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "rendered"
 HOSTAPD = shutil.which("hostapd") or "/usr/sbin/hostapd"

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 import json
 import math
-import shutil
 import subprocess
 import sys
-from html.parser import HTMLParser
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from fixtures.campaign_dir import write_campaign
+from fixtures.chromium import PageImages, chromium
 from PIL import Image
 
 from analysis.factors import slices, varied
@@ -21,32 +20,7 @@ from analysis.load import load_runs
 from analysis.stats import mean_ci, t975
 
 RIG = str(Path(sys.executable).with_name("rig"))
-CHROMIUM_FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                  "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 LTE_RGB, WIFI_RGB = (0x1F, 0x77, 0xB4), (0xFF, 0x7F, 0x0E)  # the share plots' colours
-
-
-def chromium(tmp_path: Path, *args: str) -> subprocess.CompletedProcess:
-    binary = shutil.which("chromium")
-    assert binary, "chromium missing: scripts/install.sh installs it (apt-get install chromium)"
-    profile = tmp_path / f"chromium-profile-{len(list(tmp_path.iterdir()))}"
-    profile.mkdir()
-    return subprocess.run([binary, *CHROMIUM_FLAGS, f"--user-data-dir={profile}", *args],
-                          capture_output=True, text=True, timeout=120)
-
-
-class _Images(HTMLParser):
-    def __init__(self):
-        super().__init__()
-        self.images: list[dict] = []
-        self.ids: set[str] = set()
-
-    def handle_starttag(self, tag, attrs):
-        a = dict(attrs)
-        if tag == "img":
-            self.images.append(a)
-        if "id" in a:
-            self.ids.add(a["id"])
 
 
 @pytest.fixture(scope="module")
@@ -64,7 +38,7 @@ def test_report_renders_in_chromium_with_share_figures(default_like, tmp_path):
     campaign, index = default_like
     dom = chromium(tmp_path, "--dump-dom", index.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    parsed = _Images()
+    parsed = PageImages()
     parsed.feed(dom.stdout)
     share = [i for i in parsed.images if "share" in i.get("class", "")]
     goodput = [i for i in parsed.images if "goodput" in i.get("class", "")]

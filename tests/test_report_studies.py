@@ -12,9 +12,9 @@ from pathlib import Path
 import pyarrow.parquet as pq
 import pytest
 from fixtures.campaign_dir import write_campaign
+from fixtures.chromium import PageImages, chromium
 from fixtures.study_campaign import write_study_campaign
 from PIL import Image
-from test_report import _Images, chromium
 
 from analysis.studies import study_tables
 
@@ -40,7 +40,7 @@ def test_report_draws_each_studys_figure_next_to_its_table(kind, tmp_path):
     index = campaign / "report" / "index.html"
     dom = chromium(tmp_path, "--dump-dom", index.as_uri())
     assert dom.returncode == 0, dom.stderr[-2000:]
-    parsed = _Images()
+    parsed = PageImages()
     parsed.feed(dom.stdout)
     sections, figures, tables = EXPECTED[kind]
     assert {i for i in parsed.ids if i.startswith("study-")} == sections

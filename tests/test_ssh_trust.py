@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import run_rig
-from test_ansible import ANSIBLE, BIN, ansible_env
 from rig.emu import mgmt
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.errors import RigError

@@ -9,9 +9,13 @@ from __future__ import annotations
 
 import collections
 import subprocess
+import time
 from contextlib import contextmanager
 
 import pytest
+from rig_node.ops import Agent  # the node agent's code, in this process (tests/fixtures/node_agent.py)
+from rig_node.timeline import netem_argv, netem_available
+from rig_node.validate import Refused
 
 from rig.campaign.backends import configure_setup
 from rig.campaign.model import Limits, parse_campaign
@@ -150,15 +154,6 @@ def test_a_fixed_initial_ssthresh_reaches_every_subflow_of_the_senders(emulator,
 
 
 def test_the_agent_acts_out_events_only_on_its_routing_plans_interfaces():
-    import sys
-    import time
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes" / "agent"))
-    from rig_node.ops import Agent
-    from rig_node.timeline import netem_available
-    from rig_node.validate import Refused
-
     agent = Agent()  # no plan applied: no interface is the rig's, so nothing may be acted on
     link = {"id": "e1", "action": "link", "at": time.time() + 5, "iface": "eth0", "state": "down"}
     with pytest.raises(Refused, match="eth0 is not an interface of this node's routing plan"):
@@ -175,12 +170,6 @@ def test_the_agent_acts_out_events_only_on_its_routing_plans_interfaces():
 
 
 def test_a_lab_impairment_is_one_netem_qdisc_on_what_the_node_sends():
-    import sys
-    from pathlib import Path
-
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "nodes" / "agent"))
-    from rig_node.timeline import netem_argv
-
     assert netem_argv("wlan0", {"delay_ms": 10, "jitter_ms": 2, "loss_pct": 1.5, "rate_bps": 2e6}) == [
         "tc", "qdisc", "replace", "dev", "wlan0", "root", "netem", "delay", "10ms", "2ms", "loss", "1.5%", "rate", "2000000bit"]
     assert netem_argv("lte0", {"loss_pct": 0}) == ["tc", "qdisc", "replace", "dev", "lte0", "root", "netem", "loss", "0%"]
