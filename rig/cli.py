@@ -9,19 +9,21 @@ import click
 
 from rig.errors import InputError, RigError
 
-# name -> "module:attribute". Imported when invoked, so that a command does not pay for the
-# others' imports (pyarrow, pydantic models, ...) and one broken area does not hide the rest.
+# name -> ("module:attribute", its one line in `rig --help`). Imported when invoked, so that a
+# command does not pay for the others' imports (pyarrow, pydantic models, matplotlib, ...) and one
+# broken area does not hide the rest; `rig --help` lists the lines without importing any of them
+# (tests/test_cli_help.py checks that each line, but its full stop, is how its command's help begins).
 COMMANDS = {
-    "campaign": "rig.campaign.cli:campaign",
-    "cc": "rig.congestion:cc_cli",
-    "doctor": "rig.doctor:doctor",
-    "emu": "rig.emu.cli:emu",
-    "export": "rig.export.cli:export",
-    "influx": "rig.influx.cli:influx",
-    "nightly": "rig.nightly:nightly",
-    "paths": "rig.paths_cli:paths_cli",
-    "report": "rig.report.cli:report",
-    "sync": "rig.influx.cli:sync",
+    "campaign": ("rig.campaign.cli:campaign", "Plan and run measurement campaigns."),
+    "cc": ("rig.congestion:cc_cli", "The rig's congestion controls on this host."),
+    "doctor": ("rig.doctor:doctor", "Report what this host (or each node of --rig) can do for the rig."),
+    "emu": ("rig.emu.cli:emu", "Bring the emulated rig up, tear it down, or show it."),
+    "export": ("rig.export.cli:export", "Export a campaign as a dataset."),
+    "influx": ("rig.influx.cli:influx", "The embedded InfluxDB (influxd 1.x on loopback)."),
+    "nightly": ("rig.nightly:nightly", "Run campaign CAMPAIGN_NAME unattended."),
+    "paths": ("rig.paths_cli:paths_cli", "Print {node: plan} as JSON."),
+    "report": ("rig.report.cli:report", "Write CAMPAIGN_DIR/report/index.html."),
+    "sync": ("rig.influx.cli:sync", "Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet."),
 }
 
 
@@ -32,8 +34,12 @@ class _Commands(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, attr = COMMANDS[name].split(":")
+        module, attr = COMMANDS[name][0].split(":")
         return getattr(importlib.import_module(module), attr)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, line) for name, (_, line) in sorted(COMMANDS.items())])
 
 
 # click >= 8.2 raises this for a group called without a command (its message is the help text)

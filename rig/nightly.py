@@ -158,10 +158,7 @@ def run_nightly(settings: Settings, name: str) -> Path:
     """Run the campaign, export and report it; returns the export directory."""
     from rig.campaign.cli import host_cc_problems
     from rig.campaign.plan import load_plan
-    from rig.export import export_campaign
     from rig.lab import load_lab
-    from rig.influx import sink_from_env, sync
-    from rig.report.page import write_report
 
     file = campaign_file(settings, name)
     plan = load_plan(file)  # bad input: one line, before the lock or any directory
@@ -171,6 +168,11 @@ def run_nightly(settings: Settings, name: str) -> Path:
     problems = host_cc_problems(plan.campaign) if settings.rig == "emulated" else []
     if problems:  # the runner would refuse them after the lock and the results directory
         raise InputError(str(file), *problems[0])
+    # imported once the input passed: Parquet, InfluxDB and matplotlib are not needed to refuse it
+    from rig.export import export_campaign
+    from rig.influx import sink_from_env, sync
+    from rig.report.page import write_report
+
     with exclusive_lock(settings.lock):
         settings.results.mkdir(parents=True, exist_ok=True)
         argv = [*shlex.split(settings.runner), str(file), "--out", str(settings.results), "--resume",

@@ -94,9 +94,8 @@ def plan(file: Path, as_json: bool) -> None:
 def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
         agent_path: str | None, use_running: bool) -> None:
     """Execute the campaign in FILE and record every run."""
-    from rig.campaign.backends import EmulatedBackend, LabBackend
-    from rig.campaign.runner import Stopped, run_campaign
-
+    from rig.campaign.model import load_campaign
+    from rig.campaign.plan import expand
     from rig.errors import InputError
 
     if rig_kind != "emulated" and (transport != "netns" or use_running or keep_up or agent_path):
@@ -104,6 +103,13 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
                                                   "are for the emulated rig only")
     if agent_path and transport != "ssh":
         raise InputError("command line", "--agent-path", "only with --transport ssh")
+    # A bad file is refused before the runner's machinery (Parquet, the emulator, InfluxDB) is
+    # imported; the runner checks it again with everything else before it writes.
+    expand(load_campaign(file), str(file))
+
+    from rig.campaign.backends import EmulatedBackend, LabBackend
+    from rig.campaign.runner import Stopped, run_campaign
+
     if rig_kind == "emulated":
         backend = EmulatedBackend(prefix, transport=transport, agent_path=agent_path, use_running=use_running, keep_up=keep_up)
     else:

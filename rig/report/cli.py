@@ -15,9 +15,10 @@ def report(campaign_dir: Path, include_invalid: bool) -> None:
     """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures (and the studies'
     figures where the data has them, docs/studies.md)."""
     from rig.inputs import campaign_dir as checked_campaign_dir
-    from rig.report.page import write_report
 
     checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("runs.parquet",),
                           optional=("plan.json", "metadata.json"))
+    from rig.report.page import write_report  # matplotlib and the analysis: only for a directory that passed
+
     out = write_report(campaign_dir, include_invalid)
     click.echo(f"report: {out}")
