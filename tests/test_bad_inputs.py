@@ -1,6 +1,10 @@
 """The corpus of malformed inputs in tests/bad_inputs/, run against every verb as a user runs it:
 each gets exit status 2, exactly one line on stderr naming the file or flag, the field and the
-problem, and nothing written (no campaign directory, no export, no report, no namespaces)."""
+problem, and nothing written (no campaign directory, no export, no report, no namespaces).
+
+Each command is a fresh `python -m rig` process; the commands of one case (a bad campaign file
+given to plan, run and nightly) run at the same time, so the case takes about as long as its
+slowest command on a host with cores to spare."""
 
 from __future__ import annotations
 
@@ -10,6 +14,7 @@ import shutil
 import subprocess
 import sys
 import uuid
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
@@ -51,10 +56,21 @@ def _namespaces(prefix: str) -> list[str]:
     return [n for n in os.listdir("/run/netns") if n.startswith(prefix + "-")] if os.path.isdir("/run/netns") else []
 
 
-class Scratch:
-    """A scratch directory whose every file and directory must be the same after a refused command."""
+@dataclass
+class Refusal:
+    """A command line and what it must answer: exit `status` and one `kind:` line holding each of `expect`."""
 
-    def __init__(self, root: Path):
+    argv: list[str]
+    expect: tuple[str, ...]
+    env: dict = field(default_factory=dict)
+    status: int = 2
+    kind: str = "error"
+
+
+class Scratch:
+    """A scratch directory whose every file and directory must be the same after refused commands."""
+
+    def __init__(self, root: Path, recorded: Path):
         self.root = root
         self.prefix = "b" + uuid.uuid4().hex[:6]
         self.file = root / "a-file.txt"
@@ -67,36 +83,52 @@ class Scratch:
         self.good.write_text(GOOD)
         self.tmp = root / "tmp"
         self.tmp.mkdir()
+        self._recorded = recorded
 
-    def run(self, argv: list[str], env: dict | None = None) -> tuple[subprocess.CompletedProcess, list[str]]:
+    def recorded_campaign(self) -> Path:
+        """A copy of a recorded campaign directory, under the scratch directory."""
+        return Path(shutil.copytree(self._recorded, self.root / "recorded" / self._recorded.name))
+
+    def refused(self, *refusals: Refusal) -> None:
+        """Each command is refused as its Refusal says, and none of them writes anything or makes a
+        namespace. The commands run at the same time, each in a fresh process as from a shell."""
+        before = _tree(self.root)
+        procs = [subprocess.Popen([sys.executable, "-m", "rig", *r.argv], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                  text=True, cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **r.env})
+                 for r in refusals]
         try:
-            p = subprocess.run([sys.executable, "-m", "rig", *argv], capture_output=True, text=True, timeout=120,
-                               cwd=REPO, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
+            outputs = [p.communicate(timeout=120) for p in procs]
         finally:
+            for p in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
             leftover = _namespaces(self.prefix)
-            if leftover:  # a case that got through: tear down what it built
+            if leftover:  # a command that got through: tear down what it built
                 from rig.emu.rig import EmulatedRig
                 EmulatedRig(self.prefix).down()
-        return p, leftover
+        shown = []
+        for r, p, (out, err) in zip(refusals, procs, outputs):
+            what = f"rig {shlex.join(r.argv)}\nexit {p.returncode}\nstdout: {out[-500:]}\nstderr: {err[-1500:]}"
+            shown.append(what)
+            lines = err.splitlines()
+            assert p.returncode == r.status, what
+            assert len(lines) == 1 and lines[0].startswith(f"{r.kind}: "), what
+            for words in r.expect:
+                assert words in lines[0], f"{words!r} not in the {r.kind} line\n{what}"
+        assert _tree(self.root) == before, "something was written by one of\n" + "\n".join(shown)
+        assert not leftover, f"namespaces were created: {leftover}\n" + "\n".join(shown)
 
-    def refused(self, argv: list[str], *expect: str, env: dict | None = None, status: int = 2,
-                kind: str = "error") -> None:
-        """argv exits with `status` and one `kind:` line on stderr holding each of `expect`, writing nothing."""
-        before = _tree(self.root)
-        p, leftover = self.run(argv, env)
-        shown = f"rig {shlex.join(argv)}\nexit {p.returncode}\nstdout: {p.stdout[-500:]}\nstderr: {p.stderr[-1500:]}"
-        lines = p.stderr.splitlines()
-        assert p.returncode == status, shown
-        assert len(lines) == 1 and lines[0].startswith(f"{kind}: "), shown
-        for words in expect:
-            assert words in lines[0], f"{words!r} not in the {kind} line\n{shown}"
-        assert _tree(self.root) == before, f"something was written\n{shown}"
-        assert not leftover, f"namespaces were created: {leftover}\n{shown}"
+
+@pytest.fixture(scope="module")
+def recorded(tmp_path_factory) -> Path:
+    """A campaign directory in the run store's format, written once; cases that need one copy it."""
+    return write_campaign(tmp_path_factory.mktemp("recorded")).path
 
 
 @pytest.fixture
-def scratch(tmp_path):
-    return Scratch(tmp_path)
+def scratch(tmp_path, recorded):
+    return Scratch(tmp_path, recorded)
 
 
 # --- campaign files: plan, run (emulated), nightly ----------------------------------------------
@@ -107,17 +139,19 @@ def test_bad_campaign_file(scratch, path):
     bad = scratch.root / "in" / path.name
     bad.parent.mkdir()
     shutil.copy(path, bad)
-    if b"\n# plan: warns" in path.read_bytes():  # planning is host-independent: a warning, the plan printed
-        scratch.refused(["campaign", "plan", str(bad)], expect, str(bad), status=0, kind="warning")
-    else:
-        scratch.refused(["campaign", "plan", str(bad)], expect, str(bad))
-    scratch.refused(["campaign", "run", str(bad), "--out", str(scratch.tmp / "results"), "--prefix", scratch.prefix],
-                    expect, str(bad))
     nightly_name = path.stem.replace("_", "-")
     shutil.copy(path, scratch.campaigns / f"{nightly_name}.yaml")
-    scratch.refused(["nightly", nightly_name, "--campaigns", str(scratch.campaigns), "--results", str(scratch.tmp / "r"),
-                     "--exports", str(scratch.tmp / "e"), "--failures", str(scratch.tmp / "f"),
-                     "--lock", str(scratch.tmp / "lock")], expect)
+    if b"\n# plan: warns" in path.read_bytes():  # planning is host-independent: a warning, the plan printed
+        plan = Refusal(["campaign", "plan", str(bad)], (expect, str(bad)), status=0, kind="warning")
+    else:
+        plan = Refusal(["campaign", "plan", str(bad)], (expect, str(bad)))
+    scratch.refused(
+        plan,
+        Refusal(["campaign", "run", str(bad), "--out", str(scratch.tmp / "results"), "--prefix", scratch.prefix],
+                (expect, str(bad))),
+        Refusal(["nightly", nightly_name, "--campaigns", str(scratch.campaigns), "--results", str(scratch.tmp / "r"),
+                 "--exports", str(scratch.tmp / "e"), "--failures", str(scratch.tmp / "f"),
+                 "--lock", str(scratch.tmp / "lock")], (expect,)))
 
 
 # --- inventories: campaign run --rig, doctor --rig -----------------------------------------------
@@ -125,19 +159,20 @@ def test_bad_campaign_file(scratch, path):
 @pytest.mark.parametrize("path", INVENTORIES, ids=lambda p: p.stem)
 def test_bad_inventory(scratch, path):
     expect = _expect(path)
-    scratch.refused(["campaign", "run", str(scratch.good), "--rig", str(path), "--out", str(scratch.tmp / "results")],
-                    expect, str(path))
-    scratch.refused(["doctor", "--rig", str(path)], expect, str(path))
+    scratch.refused(
+        Refusal(["campaign", "run", str(scratch.good), "--rig", str(path), "--out", str(scratch.tmp / "results")],
+                (expect, str(path))),
+        Refusal(["doctor", "--rig", str(path)], (expect, str(path))))
 
 
 # --- command lines -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("expect, args", _commands(), ids=[a for _, a in _commands()])
 def test_bad_command_line(scratch, expect, args):
-    campaign = write_campaign(scratch.root / "recorded").path
     subs = {"{tmp}": str(scratch.tmp), "{file}": str(scratch.file), "{empty}": str(scratch.empty),
-            "{campaign}": str(campaign), "{good}": str(scratch.good), "{campaigns}": str(scratch.campaigns),
-            "{prefix}": scratch.prefix}
+            "{good}": str(scratch.good), "{campaigns}": str(scratch.campaigns), "{prefix}": scratch.prefix}
+    if "{campaign}" in expect + args:
+        subs["{campaign}"] = str(scratch.recorded_campaign())
     for k, v in subs.items():
         expect = expect.replace(k, v)
     env, argv = {}, []
@@ -148,14 +183,14 @@ def test_bad_command_line(scratch, expect, args):
             env[word.split("=", 1)[0]] = word.split("=", 1)[1]
         else:
             argv.append(word)
-    scratch.refused(argv, expect, env=env)
+    scratch.refused(Refusal(argv, (expect,), env))
 
 
 # --- recorded campaign directories, broken: export, report, sync ---------------------------------
 
 @pytest.mark.parametrize("case", DIRS, ids=[c["name"] for c in DIRS])
 def test_bad_campaign_directory(scratch, case):
-    campaign = write_campaign(scratch.root / "recorded").path
+    campaign = scratch.recorded_campaign()
     for name in case.get("remove", []):
         target = campaign / name
         shutil.rmtree(target) if target.is_dir() else target.unlink()
@@ -164,8 +199,8 @@ def test_bad_campaign_directory(scratch, case):
     verbs = {"export": ["export", str(campaign), "--to", str(scratch.tmp / "dataset")],
              "report": ["report", str(campaign)],
              "sync": ["sync", str(campaign)]}
-    for verb in case["verbs"]:
-        scratch.refused(verbs[verb], case["expect"], env={"RIG_INFLUX_URL": "http://127.0.0.1:9"})
+    scratch.refused(*(Refusal(verbs[verb], (case["expect"],), {"RIG_INFLUX_URL": "http://127.0.0.1:9"})
+                      for verb in case["verbs"]))
 
 
 def test_corpus_size():
