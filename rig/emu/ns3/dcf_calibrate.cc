@@ -17,6 +17,7 @@
 #include "ns3/wifi-helper.h"
 #include "ns3/wifi-mac-helper.h"
 #include "ns3/wifi-net-device.h"
+#include "ns3/wifi-phy-state-helper.h"
 #include "ns3/wifi-phy.h"
 #include "ns3/wifi-psdu.h"
 #include "ns3/yans-wifi-helper.h"
@@ -27,6 +28,8 @@
 #include <cstring>
 #include <ctime>
 #include <functional>
+#include <map>
+#include <sstream>
 #include <stdexcept>
 #include <vector>
 
@@ -233,6 +236,26 @@ RunNs3(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
                 }
             }).Bind(ppdus.get()));
     }
+    // PPDUs whose payload failed at a receiver (it then waits EIFS instead of AIFS), at the AP
+    // and at the stations, and PPDUs a receiver dropped before their payload, by reason.
+    auto rxErrors = std::make_shared<std::pair<uint64_t, uint64_t>>(0, 0);
+    auto rxDrops = std::make_shared<std::map<std::string, uint64_t>>();
+    for (uint32_t i = 0; i <= static_cast<uint32_t>(sc.stations); ++i)
+    {
+        bool isAp = i == 0;
+        auto device = ns3::DynamicCast<ns3::WifiNetDevice>(isAp ? apDevices.Get(0) : staDevices.Get(i - 1));
+        uint64_t* errors = isAp ? &rxErrors->first : &rxErrors->second;
+        device->GetPhy()->GetState()->TraceConnectWithoutContext(
+            "RxError", ns3::MakeCallback(+[](uint64_t* n, ns3::Ptr<const ns3::Packet>, double) { ++*n; }).Bind(errors));
+        device->GetPhy()->TraceConnectWithoutContext(
+            "PhyRxDrop",
+            ns3::MakeCallback(+[](std::map<std::string, uint64_t>* drops, std::string side, ns3::Ptr<const ns3::Packet>,
+                                  ns3::WifiPhyRxfailureReason reason) {
+                std::ostringstream name;
+                name << side << reason;
+                ++(*drops)[name.str()];
+            }).Bind(rxDrops.get(), std::string(isAp ? "ap_" : "sta_")));
+    }
     auto staDevice = ns3::DynamicCast<ns3::WifiNetDevice>(staDevices.Get(0));
     ns3::Ptr<ns3::WifiPhy> staPhy = staDevice->GetPhy();
     ns3::Ptr<ns3::Txop> txop = staDevice->GetMac()->GetQosSupported()
@@ -251,18 +274,26 @@ RunNs3(const Scenario& sc, const DcfPhy& phy, Sink& up, Sink& down)
         auto sta = ns3::DynamicCast<ns3::WifiNetDevice>(staDevices.Get(i));
         associated = associated && ns3::DynamicCast<ns3::StaWifiMac>(sta->GetMac())->IsAssociated();
     }
-    char out[600];
+    std::string drops = "{";
+    for (const auto& [reason, n] : *rxDrops)
+    {
+        drops += (drops.size() > 1 ? ", \"" : "\"") + reason + "\": " + std::to_string(n);
+    }
+    drops += "}";
+    char out[800];
     std::snprintf(out, sizeof(out),
+                  "\"rx_errors_ap\": %llu, \"rx_errors_sta\": %llu, "
                   "\"data_ppdus\": %llu, \"data_mpdus\": %llu, \"failures\": %llu, \"associated\": %s, \"ns3\": {\"slot_us\": %.1f, \"sifs_us\": %.1f, "
                   "\"aifsn\": %u, \"cw_min\": %u, \"cw_max\": %u, \"qos\": %s, \"rts_threshold\": %s, "
                   "\"max_ampdu_bytes\": %u, \"retry_limit\": %u}",
+                  static_cast<unsigned long long>(rxErrors->first), static_cast<unsigned long long>(rxErrors->second),
                   static_cast<unsigned long long>(ppdus->first), static_cast<unsigned long long>(ppdus->second),
                   static_cast<unsigned long long>(*failures), associated ? "true" : "false",
                   staPhy->GetSlot().GetMicroSeconds() * 1.0, staPhy->GetSifs().GetMicroSeconds() * 1.0,
                   static_cast<unsigned>(txop->GetAifsn()), static_cast<unsigned>(txop->GetMinCw()),
                   static_cast<unsigned>(txop->GetMaxCw()), staDevice->GetMac()->GetQosSupported() ? "true" : "false",
                   rts.c_str(), maxAmpdu, retryLimit);
-    return out;
+    return out + std::string(", \"rx_drops\": ") + drops;
 }
 
 std::string
