@@ -98,3 +98,24 @@ def test_dcf_needs_the_bss_profile(tmp_path):
     spec = RadioNetworkSpec("nobss", "nstgw", (Station("nsts0", NO_IMPAIRMENT, NO_IMPAIRMENT),), kind="dcf")
     with pytest.raises(RigError, match="kind dcf needs a WifiBss"):
         RadioProcess(spec, "unused", tmp_path).start()
+
+
+def lone_frame_delays_ms(emulator, tmp_path, standard: str, width_mhz: int) -> dict:
+    """Simulated time (`--calibrate-wifi`): one station sending a 1500-byte packet every 12 ms,
+    each finding the channel idle; its delay percentiles from the MAC to the AP."""
+    scenario = tmp_path / f"{standard}.json"
+    scenario.write_text(json.dumps({
+        "model": "dcf", "standard": standard, "band_ghz": 5, "width_mhz": width_mhz, "channel_number": 36,
+        "stations": 1, "packet_bytes": 1500, "up_bps": 1e6, "down_bps": 0, "duration_s": 2, "seed": 1}))
+    out = subprocess.run([str(emulator), "--calibrate-wifi", str(scenario)], capture_output=True, text=True,
+                         timeout=60, check=True).stdout
+    return json.loads(out)["up_delay_ms"]
+
+
+def test_a_frame_at_an_idle_channel_waits_difs_or_the_next_edca_slot(emulator, tmp_path):
+    # 802.11a (DCF): DIFS (34 us) then the PPDU (248 us), whenever the frame arrives.
+    assert set(lone_frame_delays_ms(emulator, tmp_path, "a", 20).values()) == {0.282}
+    # 802.11n (EDCA) acts at slot boundaries: the HT40 PPDU (128 us) starts at the next 9 us
+    # boundary of the idle channel, 0-9 us after the frame arrived.
+    d = lone_frame_delays_ms(emulator, tmp_path, "n", 40)
+    assert 0.128 < d["p10"] < d["p90"] <= 0.137, d

@@ -56,6 +56,10 @@ DcfMedium::Enqueue(int from, int to, Frame frame)
     Node& node = m_nodes[from];
     if (node.queued >= m_queuePackets)
     {
+        DropExpired(node); // a full queue makes room by dropping what waited too long (ns-3's WifiMacQueue)
+    }
+    if (node.queued >= m_queuePackets)
+    {
         node.counters.queueDrops++;
         return false;
     }
@@ -76,10 +80,20 @@ DcfMedium::Enqueue(int from, int to, Frame frame)
     else if (TxTimeNs(node) < now)
     {
         // Its (post-)backoff ran out while it had nothing to send and the medium has been idle
-        // for AIFS since: it may send at once. ns-3's non-QoS DCF (a/g) senses the medium for a
-        // DIFS from the frame's arrival first; its EDCA (n/ac) sends at once (calibrated).
+        // for AIFS since: it may send without a backoff. The non-QoS DCF (a/g) senses the
+        // medium for a DIFS from the frame's arrival first (as ns-3 does); an EDCA function
+        // (n/ac) acts at slot boundaries only (802.11-2016 10.22.2.4), so it sends at the next
+        // boundary of the idle medium's slots - and collides with any other node whose frame
+        // arrived in the same slot, or whose backoff ends there.
         node.backoff = 0;
-        node.countFromNs = m_phy.qos ? now : now + Ns(m_phy.AifsUs());
+        if (m_phy.qos)
+        {
+            node.countFromNs += ((now - node.countFromNs) / SlotNs() + 1) * SlotNs();
+        }
+        else
+        {
+            node.countFromNs = now + Ns(m_phy.AifsUs());
+        }
     }
     ScheduleAccess();
     return true;
@@ -127,6 +141,31 @@ DcfMedium::DropHead(Node& node)
     }
     node.sending = -1;
     node.sendingCount = 0;
+}
+
+void
+DcfMedium::DropExpired(Node& node)
+{
+    if (m_maxDelayNs <= 0)
+    {
+        return;
+    }
+    int64_t now = NowNs();
+    for (size_t q = 0; q < node.queues.size(); ++q)
+    {
+        std::deque<Item>& queue = node.queues[q];
+        // Frames on the air stay until their exchange ends; behind them the oldest come first.
+        auto first = queue.begin() + (static_cast<int>(q) == node.sending ? node.sendingCount : 0);
+        auto last = first;
+        while (last != queue.end() && now - last->enqueuedNs > m_maxDelayNs)
+        {
+            ++last;
+        }
+        size_t dropped = last - first;
+        queue.erase(first, last);
+        node.queued -= dropped;
+        node.counters.expired += dropped;
+    }
 }
 
 double

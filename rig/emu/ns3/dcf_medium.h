@@ -92,6 +92,7 @@ class DcfMedium
     // when nothing is left to send (expired frames are dropped here).
     double PreparePpdu(Node& node, bool& needsAck, bool& rts);
     void DropHead(Node& node);
+    void DropExpired(Node& node); // every frame older than the max delay that is not on the air
 
     DcfPhy m_phy;
     uint32_t m_queuePackets;
