@@ -26,12 +26,12 @@ from rig.run.tables import (interface_table, lag_table, radio_table, received_ta
 from rig.store import RunRecord
 
 # T0 is set this far after the sources are launched: they start ahead and wait for T0 themselves,
-# so it covers twice the time the previous run's launch requests took to reach every agent
-# (~12 ms for 5 senders over netns) plus 1.5 x the slowest source's start-up in that run (its
-# launch to its `ready_at`: a few ms, the agent forks it; more when the host is loaded). A
-# campaign's first run has no such measure yet: it waits START_LEAD_FIRST_S.
+# so it covers 1.5 x the time a recent run's launch requests took to reach every agent (~12 ms
+# for 5 senders over netns) plus 1.5 x the slowest source's start-up in that run (its launch to
+# its `ready_at`: a few ms, the agent forks it; more when the host is loaded): the largest of
+# the last LEAD_RUNS runs. A campaign's first run has no such measure yet: START_LEAD_FIRST_S.
 START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.03, 0.15
-LEAD_RUNS = 5  # the lead is the largest of what the last this many runs needed
+LEAD_RUNS = 3
 LISTEN_TIMEOUT_S = 5.0
 
 
@@ -78,7 +78,7 @@ class RunContext:
     def ran(self, schedule_s: float, startup_s: float) -> None:
         """A run's launch took schedule_s and its slowest source started in startup_s."""
         self.schedule_s, self.startup_s = schedule_s, startup_s
-        self.needed_leads = [*self.needed_leads, 2 * schedule_s + 1.5 * startup_s][-LEAD_RUNS:]
+        self.needed_leads = [*self.needed_leads, 1.5 * (schedule_s + startup_s)][-LEAD_RUNS:]
 
 
 def iso(t: float) -> str:
@@ -90,21 +90,29 @@ def _sink_setting(ctx: RunContext, run: Run) -> tuple:
     return transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp), receive_buffer(run.rcvbuf_bytes)
 
 
-def start_sinks(ctx: RunContext, run: Run) -> None:
-    """A fresh transfer sink on each receiver (wait_listening: until each listens), unless the
-    previous run already started the ones this run needs (start_sinks_ahead)."""
+def sinks_needed(ctx: RunContext, run: Run) -> bool:
+    """Whether this run starts fresh sinks: not when the previous run already started the ones it
+    needs (start_sinks_ahead)."""
     ready, ctx.sinks_ready = ctx.sinks_ready, None  # a run that fails part-way leaves none assumed
-    if ready == _sink_setting(ctx, run):
-        return
-    receivers = [p.receiver for p in ctx.topo.pairs]
-    args = transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp)
-    ctx.agents.each(receivers, lambda a: a.request("launch", key=transfers.SINK_KEY, program="transfer", args=args, at=None))
+    return ready != _sink_setting(ctx, run)
+
+
+def start_sink(ctx: RunContext, run: Run, agent) -> None:
+    """A fresh transfer sink on a receiver (wait_listening: until it listens)."""
+    agent.request("launch", key=transfers.SINK_KEY, program="transfer", args=transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp),
+                  at=None)
+
+
+def start_sinks(ctx: RunContext, run: Run) -> None:
+    """A fresh transfer sink on each receiver, unless the previous run started them (sinks_needed)."""
+    if sinks_needed(ctx, run):
+        ctx.agents.each([p.receiver for p in ctx.topo.pairs], lambda a: start_sink(ctx, run, a))
 
 
 def start_sinks_ahead(ctx: RunContext, run: Run) -> None:
     """Once this run's sinks have reported: fresh ones with the same setting for the next run, so
-    that their program's start-up (~40 ms of Python, far more on a loaded host) overlaps this
-    run's collection and storing instead of the next run's scheduling. They only listen until
+    that their start (a fork by the agent, a few ms) overlaps this run's collection instead of
+    the next run's configuration. They only listen until
     then; the next run checks they listen before its T0, and restarts them if it needs another
     setting (buffer, connections, timeout)."""
     if not ctx.more_runs:
@@ -133,21 +141,27 @@ def tx_delta(rows: list, ifname: str) -> int:
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
 
 
-def configure_receivers(ctx: RunContext, run: Run) -> None:
-    """Each receiver's buffer (before its sink's socket exists: a listener keeps what it started with)."""
-    ctx.agents.each([p.receiver for p in ctx.topo.pairs],
-                    lambda a: ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes)))
+def configure(ctx: RunContext, run: Run) -> None:
+    """Every node at once, each agent its own requests in turn (one round instead of one per
+    request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
+    a listener keeps what it started with); each sender its routing for the run's homing and
+    backup path, and the rig's BPF CCs' initial ssthresh. Only what changed is sent."""
+    receivers = {p.receiver for p in ctx.topo.pairs}
+    fresh_sinks = sinks_needed(ctx, run)
+    ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
+    cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
 
+    def node(a) -> None:
+        if a.host in receivers:
+            ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes))
+            if fresh_sinks:
+                start_sink(ctx, run, a)
+            return
+        ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
+        if cc_params:
+            ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
 
-def configure_senders(ctx: RunContext, run: Run) -> None:
-    """Each sender's routing for the run's homing and backup path (only what changed)."""
-    senders = [p.sender for p in ctx.topo.pairs]
-    ctx.agents.each(senders, lambda a: ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup,
-                                                                            ctx.tcp.no_metrics_save)))
-    # The rig's BPF CCs start connections at this ssthresh (0: the kernel's default)
-    ssthresh = ctx.tcp.initial_ssthresh or 0
-    if ssthresh or any(op == "cc_params" for _, op in ctx.applied):
-        ctx.agents.each(senders, lambda a: ctx.apply(a, "cc_params", initial_ssthresh=ssthresh))
+    ctx.agents.each(ctx.topo.nodes, node)
 
 
 def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
@@ -160,13 +174,17 @@ def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
             "loss_window_s": ctx.loss_aware.window_s}
 
 
+def start_sampling(ctx: RunContext, agent) -> None:
+    senders = {p.sender for p in ctx.topo.pairs}
+    agent.request("sample", ifaces=[i.ifname for i in ctx.topo.interfaces_of(agent.host)], hz=ctx.limits.sample_hz,
+                  ss_hz=ctx.limits.subflow_hz if agent.host in senders else 0)
+
+
 def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]:
-    """Sampling, the sinks listening, the run's events, then every source to start at T0; returns
-    T0 and the events as scheduled."""
-    topo, hz = ctx.topo, ctx.limits.sample_hz
+    """The sinks listening, the run's events, then every source to start at T0 (sampling has
+    started: start_sampling); returns T0 and the events as scheduled."""
+    topo = ctx.topo
     senders = {p.sender: p for p in topo.pairs}
-    ctx.agents.each(topo.nodes, lambda a: a.request("sample", ifaces=[i.ifname for i in topo.interfaces_of(a.host)], hz=hz,
-                                                    ss_hz=ctx.limits.subflow_hz if a.host in senders else 0))
     wait_listening(ctx)
     began = time.monotonic()
     t0 = time.time() + ctx.start_lead_s()
@@ -253,11 +271,17 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    configure_receivers(ctx, run)
-    start_sinks(ctx, run)  # their start-up overlaps the senders' configuration
-    configure_senders(ctx, run)
+    configure(ctx, run)
     marks.append(("configure", time.monotonic()))
-    mib_before = ctx.agents.each(senders, lambda a: a.request("mib"))
+    mib_before = {}
+
+    def before(a) -> None:  # each sender its counters, then every node its sampling
+        if a.host in by_sender:
+            mib_before[a.host] = a.request("mib")
+        start_sampling(ctx, a)
+
+    ctx.agents.each(topo.nodes, before)
+    mib_before = {s: mib_before[s] for s in senders}
     # Senders and receivers time a transfer on their own clocks: their offsets bound the FCT's error.
     clocks = {} if ctx.shared_clock else ctx.agents.each(topo.nodes, lambda a: a.request("clock"))
     t0, events = launch(ctx, run)
@@ -275,10 +299,18 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
         radio.flush_lag()
     marks.append(("transfer", time.monotonic()))
-    sampled = ctx.agents.each(topo.nodes, lambda a: a.request("unsample"))
+    mib_after = {}
+
+    def after(a) -> dict:  # every node its samples, then each sender its counters
+        sampled = a.request("unsample")
+        if a.host in by_sender:
+            mib_after[a.host] = a.request("mib")
+        return sampled
+
+    sampled = ctx.agents.each(topo.nodes, after)
+    mib_after = {s: mib_after[s] for s in senders}
     samples = {h: r["samples"] for h, r in sampled.items()}
     subflows = of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0)
-    mib_after = ctx.agents.each(senders, lambda a: a.request("mib"))
 
     event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
     for radio in ctx.radios.values():
