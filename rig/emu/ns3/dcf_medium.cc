@@ -290,13 +290,17 @@ DcfMedium::Access()
         ScheduleAccess();
         return;
     }
-    // Everyone else freezes its backoff where the countdown got to.
+    // Everyone else freezes its backoff where the countdown got to. A DCF (a/g) counts a slot
+    // at the end of each idle slot after DIFS; an EDCA function (n/ac) also at the slot boundary
+    // that ends AIFS (802.11-2016 10.22.2.4; ns-3 counts the same): one slot more each time.
+    bool edca = m_phy.qos;
     for (size_t i = 0; i < m_nodes.size(); ++i)
     {
         Node& node = m_nodes[i];
-        if (node.sending < 0 && t0 > node.countFromNs)
+        if (node.sending < 0 && (t0 > node.countFromNs || (edca && t0 == node.countFromNs)))
         {
-            node.backoff = std::max<int64_t>(0, node.backoff - (t0 - node.countFromNs) / slot);
+            int64_t counted = (t0 - node.countFromNs) / slot + (edca ? 1 : 0);
+            node.backoff = static_cast<int>(std::max<int64_t>(0, node.backoff - counted));
         }
     }
     bool collided = senders.size() > 1;
