@@ -111,9 +111,10 @@ class EmulatedBackend:
         return [f"node agent on {h}" for h in agents] + [f"radio emulator {n}" for n in self.rig.dead_radios()]
 
     def restore(self, settings: RadioSettings, limits: Limits) -> RunContext:
-        """Restart lost agents, then the block afresh: radios (new TAPs), nodes' configuration, servers."""
-        if self.agents is not None:
-            self.agents.restart_lost()
+        """Restart lost agents, then the block afresh: radios (new TAPs; after a lost node every
+        radio, else those that died or that the block changes), nodes' configuration, servers."""
+        if self.agents is not None and self.agents.restart_lost():
+            self.rig.stop_radios()  # the lost node's TAPs are made anew, as at bring-up
         return self.block(settings, limits)
 
     def close(self) -> None:

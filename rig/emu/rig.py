@@ -251,14 +251,14 @@ class EmulatedRig:
         try:
             for proc in fresh.values():  # their start-ups overlap
                 proc.spawn()
-            for network, proc in fresh.items():
+            for proc in fresh.values():
                 proc.wait_ready()
-                self.radios[network] = proc
-        except Exception:
+            self._wire_radios({n: wanted[n] for n in fresh})
+        except Exception:  # none is kept half-wired: the next try starts them anew
             for proc in fresh.values():
                 proc.stop()
             raise
-        self._wire_radios({n: wanted[n] for n in fresh})
+        self.radios.update(fresh)
         self.settings = settings
         self._save_state()
 
