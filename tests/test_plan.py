@@ -67,8 +67,7 @@ def test_runs_are_ordinary_runs_and_the_estimate_is_per_run():
         assert r.to_dict() == {k: v for k, v in asdict(r).items() if k not in ("duration_s", "backup", "policy",
                                                                             "link_rate_bps", "wifi_loss_pct", "lte_loss_pct")}
         assert Run(**r.to_dict()) == r and hash(Run(**r.to_dict())) == hash(r)
-    lte = plan.campaign.lte_profile
-    assert run_estimates(plan) == [run_seconds(r, lte) for r in plan.runs]
+    assert run_estimates(plan) == [run_seconds(r, plan.campaign) for r in plan.runs]
     assert plan_seconds(plan) == plan_seconds(plan, run_estimates(plan)) > 0
 
 
@@ -106,7 +105,7 @@ factors:
                                                           ("lte", "loss-aware")}
     from rig.campaign.estimate import run_seconds
 
-    assert run_seconds(plan.runs[0], plan.campaign.lte_profile) > plan.runs[0].duration_s
+    assert run_seconds(plan.runs[0], plan.campaign) > plan.runs[0].duration_s
 
 
 GRID = """
@@ -143,15 +142,37 @@ def test_seed_003s_grid_is_factors_of_one_campaign():
 
 
 def test_a_rate_level_caps_a_volume_runs_estimate():
-    from rig.campaign.estimate import RUN_OVERHEAD_S, TCP_EFFICIENCY, run_seconds
+    from rig.campaign.estimate import MSS_BYTES, TCP_EFFICIENCY, _path, run_seconds
 
     text = "name: v\nsetups: [I]\npairs: 1\nfactors:\n  volume: [10MB]\n  link_rate_bps: [1.0e6, 1.0e9]\n"
-    slow, fast = sorted(expand(parse_campaign(text, "t")).runs, key=lambda r: r.link_rate_bps)
-    lte = "band7-10mhz"
-    # dual-homed: both paths capped at 1 Mbit/s
-    assert run_seconds(slow, lte) == pytest.approx(10e6 * 8 / (2e6 * TCP_EFFICIENCY) + RUN_OVERHEAD_S)
-    assert run_seconds(fast, lte) == run_seconds(expand(parse_campaign(text.replace(
-        "  link_rate_bps: [1.0e6, 1.0e9]\n", ""), "t")).runs[0], lte)  # above the profile's rate: no change
+    plan = expand(parse_campaign(text, "t"))
+    slow, fast = sorted(plan.runs, key=lambda r: r.link_rate_bps)
+    # dual-homed: both paths capped at 1 Mbit/s, the volume split between them
+    assert [_path(slow, p, plan.campaign)[0] for p in ("wifi", "lte")] == [1e6 * TCP_EFFICIENCY] * 2
+    assert run_seconds(slow, plan.campaign) > 10e6 * 8 / (2e6 * TCP_EFFICIENCY)
+    unset = expand(parse_campaign(text.replace("  link_rate_bps: [1.0e6, 1.0e9]\n", ""), "t"))
+    assert run_seconds(fast, plan.campaign) == run_seconds(unset.runs[0], unset.campaign)  # above the profile's rate
+    assert MSS_BYTES == 1448
+
+
+def test_the_estimate_follows_round_trips_loss_and_a_fixed_ssthresh():
+    """Short flows cost round trips, lossy paths run at TCP's loss-limited rate, and a fixed
+    initial ssthresh makes the window grow a packet a round: each lengthens the estimate."""
+    from rig.campaign.estimate import run_seconds
+
+    def seconds(extra: str, volume: str = "8KB", homing: str = "lte") -> float:
+        text = f"name: v\nsetups: [I]\npairs: 1\nfactors:\n  cc: [lia]\n  volume: [{volume}]\n  homing: [{homing}]\n{extra}"
+        plan = expand(parse_campaign(text, "t"))
+        return run_seconds(plan.runs[0], plan.campaign)
+
+    far = "impairments:\n  lte: {delay_ms: 100, direction: both}\n"
+    assert seconds(far) > seconds("") + 0.3  # 8 KB: a few round trips of 200 ms more
+    lossy = "impairments:\n  wifi: {loss_pct: 1, direction: both}\n"
+    assert seconds(lossy, "4MB", "wifi") > 1.5 * seconds("", "4MB", "wifi")
+    fixed = "tcp:\n  initial_ssthresh: 10\n"
+    assert seconds(fixed, "4MB") > seconds("", "4MB")
+    # a dual-homed short flow ends on its first path, before the second helps
+    assert seconds("", "8KB", "dual") == seconds("", "8KB", "wifi")
 
 
 def test_a_loss_level_is_the_runs_loss_event_from_t0():

@@ -1,54 +1,126 @@
-"""A rough duration estimate for `rig campaign plan`, from the radio profiles' capacities.
+"""A duration estimate for `rig campaign plan`, from the radio profiles and the campaign's links.
 
-Assumed: a volume run's pair gets its paths' profile rates (shared among the pairs on a radio
-network), each capped by the run's `link_rate_bps` level when it has one (that cap is then the
-bottleneck); the campaign's `impairments`, losses and events do not change the estimate."""
+A volume run takes round trips for the handshake and for its window to grow (slow start, then
+one packet a round above a fixed `tcp.initial_ssthresh`) until it fills the path, then the rest at
+the path's rate; a dual-homed one sends over its first path alone or splits the volume by the
+paths' rates, whichever ends sooner. A time run takes its duration. Each run adds a per-run
+overhead. Per path: the profile's `emulation` rate shared among the pairs on its radio networks,
+capped by the campaign's `impairments` and the run's `link_rate_bps` level, and on a lossy path
+by TCP's loss-limited rate (Mathis et al.: 1.22 MSS / (RTT sqrt(p))). The round trip is twice
+the one-way delay plus jitter of the sender's and the receiver's hops (an impairment's values
+replace its hop's profile values). Not modelled: events after t = 0, the capacity of the radio
+models (`models` WiFi carries more than the profile's figure: estimates run long there), and
+attempts run again because the emulator lagged.
+"""
 
 from __future__ import annotations
 
+import math
+
+from rig.campaign.model import Campaign
 from rig.campaign.plan import Plan, Run
 from rig.profiles import lte_profile, wifi_profile
+from rig.spec import Impairment
 
-RUN_OVERHEAD_S = 0.6  # configure, schedule, collect and store one run (measured: docs/campaigns.md)
+# Per run: configure, schedule, T0 lead, collect, store (docs/measurements, overhead budget):
+# about 0.1 s and 25 ms more per pair on an idle 2-core host.
+RUN_OVERHEAD_S, RUN_OVERHEAD_PER_PAIR_S = 0.1, 0.025
 RADIO_REBUILD_S = 4.0  # restart the radio processes and re-address the nodes
-TCP_EFFICIENCY = 0.85  # goodput / link rate, slow start and headers included
+TCP_EFFICIENCY = 0.85  # goodput / link rate, headers included
+MSS_BYTES, INITIAL_WINDOW = 1448, 10
+HANDSHAKE_RTTS = 1.5  # SYN / SYN-ACK, then the last byte's half round trip
 
 
-def _pair_rate_bps(run: Run, lte_name: str) -> float:
+def _receiver_hop(path: str, setup: str) -> tuple[str, str]:
+    """(campaign hop, profile kind) of the receiver's side that `path` leads to."""
+    if path == "wifi":
+        return "receiver_a", "wifi"
+    return "receiver_b", ("lte" if setup == "I" else "wifi")
+
+
+def _path(run: Run, path: str, campaign: Campaign) -> tuple[float, float]:
+    """(rate bps, round trip s) of one path of a pair."""
     wifi = wifi_profile(run.wifi_standard).emulation
-    lte = lte_profile(lte_name).emulation
+    lte = lte_profile(campaign.lte_profile).emulation
     n = run.pairs
-    # Receivers' side: both interfaces on AP2 in Setup III, LTE hairpinned through the cell in Setup I.
-    wifi_rate = min(wifi.rate_bps, wifi.medium_rate_bps / n / (2 if run.setup == "III" else 1))
-    lte_rate = min(lte.rate_bps, lte.medium_rate_bps / n / (2 if run.setup == "I" else 1))
-    if run.setup == "III":
-        lte_rate = min(lte_rate, wifi.medium_rate_bps / n / 2)
+    # Receivers' side: both interfaces on AP2 in Setup III; in Setup I the LTE data crosses the
+    # cell twice, which halves it where both directions share one medium (`links` radios).
+    hairpin = 2 if run.setup == "I" and campaign.radios == "links" else 1
+    if path == "wifi":
+        rate = min(wifi.rate_bps, wifi.medium_rate_bps / n / (2 if run.setup == "III" else 1))
+    else:
+        rate = min(lte.rate_bps, lte.medium_rate_bps / n / hairpin)
+        if run.setup == "III":
+            rate = min(rate, wifi.medium_rate_bps / n / 2)
+    profiles = {"wifi": wifi, "lte": lte}
+    rtt_ms, loss = 0.0, 0.0
+    for hop, kind in ((path, path), _receiver_hop(path, run.setup)):
+        imp: Impairment | None = campaign.impairments.get(hop)
+        # Jitter is drawn per frame and frames leave in order, so a stream waits about its maximum.
+        delay_ms = profiles[kind].delay_ms + profiles[kind].jitter_ms
+        if imp is None:
+            rtt_ms += 2 * delay_ms
+            continue
+        rate = min(rate, imp.rate_bps or math.inf)
+        changed = (imp.delay_ms if imp.delay_ms is not None else profiles[kind].delay_ms) + (
+            imp.jitter_ms if imp.jitter_ms is not None else profiles[kind].jitter_ms)
+        rtt_ms += 2 * changed if imp.direction == "both" else changed + delay_ms
+        loss += (imp.loss_pct or 0) / 100
     if run.link_rate_bps is not None:  # both senders' links at this rate
-        wifi_rate, lte_rate = min(wifi_rate, run.link_rate_bps), min(lte_rate, run.link_rate_bps)
-    return {"dual": wifi_rate + lte_rate, "wifi": wifi_rate, "lte": lte_rate}[run.homing] * TCP_EFFICIENCY
+        rate = min(rate, run.link_rate_bps)
+    loss += (getattr(run, f"{path}_loss_pct") or 0) / 100
+    rtt = max(rtt_ms / 1e3, 1e-3)
+    rate *= TCP_EFFICIENCY
+    if loss > 0:
+        rate = min(rate, 1.22 * MSS_BYTES * 8 / (rtt * math.sqrt(loss)))
+    return rate, rtt
 
 
-def run_seconds(run: Run, lte_name: str) -> float:
+def _window_seconds(packets: float, rate: float, rtt: float, ssthresh: float) -> float:
+    """Sending `packets` over one path: a window per round trip, doubled in slow start, one packet
+    more a round above ssthresh, until it fills the path (then the rest at the path's rate)."""
+    full = max(1.0, rate * rtt / 8 / MSS_BYTES)
+    cwnd, seconds = float(INITIAL_WINDOW), rtt * HANDSHAKE_RTTS
+    while packets > 0 and cwnd < full:
+        packets -= cwnd
+        seconds += rtt
+        cwnd = cwnd * 2 if cwnd < ssthresh else cwnd + 1
+    return seconds + max(packets, 0) * MSS_BYTES * 8 / rate
+
+
+def _volume_seconds(run: Run, campaign: Campaign) -> float:
+    paths = ("wifi", "lte") if run.homing == "dual" else (run.homing,)
+    measured = [_path(run, p, campaign) for p in paths]
+    total = sum(rate for rate, _ in measured)
+    ssthresh = campaign.tcp.initial_ssthresh or math.inf
+    packets = run.volume_bytes / run.connections / MSS_BYTES
+    # The first path alone (a short transfer ends before the second subflow helps), or each path
+    # its share of the volume by rate, ending with the slower one: whichever is sooner.
+    first = _window_seconds(packets, measured[0][0] / run.connections, measured[0][1], ssthresh)
+    split = max(_window_seconds(packets * rate / total, rate / run.connections, rtt, ssthresh)
+                for rate, rtt in measured)
+    return min(first, split)
+
+
+def run_seconds(run: Run, campaign: Campaign) -> float:
+    overhead = RUN_OVERHEAD_S + RUN_OVERHEAD_PER_PAIR_S * run.pairs
     if run.time_based:
-        return run.duration_s + RUN_OVERHEAD_S
-    return run.volume_bytes * 8 / _pair_rate_bps(run, lte_name) + RUN_OVERHEAD_S
+        return run.duration_s + overhead
+    return _volume_seconds(run, campaign) + overhead
 
 
 def run_estimates(plan: Plan) -> list[float]:
-    """run_seconds of every run in plan order. The rate depends on a handful of factors only, so
-    it is computed once per distinct (setup, homing, WiFi standard, pairs, link rate), not once per run."""
-    lte_name = plan.campaign.lte_profile
-    rates: dict[tuple, float] = {}
+    """run_seconds of every run in plan order. It depends on a handful of fields only, so it is
+    computed once per distinct combination of them, not once per run."""
+    cache: dict[tuple, float] = {}
     out = []
     for run in plan.runs:
-        if run.time_based:
-            out.append(run.duration_s + RUN_OVERHEAD_S)
-            continue
-        key = (run.setup, run.homing, run.wifi_standard, run.pairs, run.link_rate_bps)
-        rate = rates.get(key)
-        if rate is None:
-            rate = rates[key] = _pair_rate_bps(run, lte_name)
-        out.append(run.volume_bytes * 8 / rate + RUN_OVERHEAD_S)
+        key = (run.setup, run.homing, run.wifi_standard, run.pairs, run.volume_bytes, run.duration_s,
+               run.connections, run.link_rate_bps, run.wifi_loss_pct, run.lte_loss_pct)
+        seconds = cache.get(key)
+        if seconds is None:
+            seconds = cache[key] = run_seconds(run, plan.campaign)
+        out.append(seconds)
     return out
 
 
