@@ -2,7 +2,8 @@
 the split of the suite into `pure` tests (need nothing: any user, any host, no root) and `system`
 tests (root, network namespaces, the ns-3 emulator, InfluxDB, hostapd, ...).
 
-`pytest -m pure` runs the pure ones; plain `pytest` (./test.sh) runs everything."""
+`pytest -m pure` runs the pure ones; plain `pytest` (./test.sh) runs everything. What several test
+modules share lives in tests/fixtures/ (no test module imports another)."""
 
 from __future__ import annotations
 
