@@ -108,6 +108,7 @@ def test_a_flow_size_sweep_over_a_lossy_link_has_no_benefit_table(tmp_path):
     tables = study_tables(campaign)
     assert "metric_fct" in tables and "metric_benefit" not in tables
 
+
 def test_the_grids_benefit_table_has_each_cells_rate_and_loss(tmp_path):
     """What `rig export` writes as data/metric_benefit.parquet; the runs' levels come from their
     params.json, or from plan.json where there is none (an export has no runs/)."""

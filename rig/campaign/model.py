@@ -139,10 +139,10 @@ class Campaign(StrictModel):
     blocking: list[str] = Field(default=["setup", "wifi_standard"])
     factors: Factors = Factors()
     lte_profile: str = "band7-10mhz"
-    # links: per-path pipes + a shared medium per radio network (cheap, real time on 2 cores);
+    # models: the rig's per-frame 802.11 DCF media and TTI-scheduled LTE cell (docs/emulator.md);
+    # links: per-path pipes + one FIFO medium per radio network (controlled links, traces);
     # simulated: ns-3 LTE cell (LENA) and 802.11 BSSs (docs/emulator.md for what runs in real time)
-    # models: the rig's per-frame 802.11 DCF media and TTI-scheduled LTE cell (docs/emulator.md)
-    radios: Literal["links", "simulated", "models"] = "links"
+    radios: Literal["links", "simulated", "models"] = "models"
     # The hop each impairment acts on: the senders' WiFi (wifi) or LTE (lte) access link, or the
     # receivers' side A (receiver_a) or side B (receiver_b) access link.
     impairments: dict[Literal["wifi", "lte", "receiver_a", "receiver_b"], Impairment] = {}

@@ -7,6 +7,7 @@ emulated rig and the physical lab; the emulator (if any) contributes its lag and
 from __future__ import annotations
 
 import math
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -33,6 +34,7 @@ from rig.store import RunRecord
 START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.03, 0.15
 LEAD_RUNS = 3
 LISTEN_TIMEOUT_S = 5.0
+LAG_CUT_BEFORE_T0_S = 0.002  # the radios poll for the cut every 1 ms
 
 
 @dataclass
@@ -180,6 +182,15 @@ def start_sampling(ctx: RunContext, agent) -> None:
                   ss_hz=ctx.limits.subflow_hz if agent.host in senders else 0)
 
 
+def cut_lag_windows(ctx: RunContext, when: float) -> None:
+    """Have every radio start a new lag window at `when` (unix time), just before T0: a run's lag
+    then covers its transfer, not the rest of the second before T0, when the sources start up."""
+    if ctx.radios:
+        timer = threading.Timer(max(0.0, when - time.time()), lambda: [r.flush_lag() for r in ctx.radios.values()])
+        timer.daemon = True
+        timer.start()
+
+
 def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]:
     """The sinks listening, the run's events, then every source to start at T0 (sampling has
     started: start_sampling); returns T0 and the events as scheduled."""
@@ -188,6 +199,7 @@ def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]
     wait_listening(ctx)
     began = time.monotonic()
     t0 = time.time() + ctx.start_lead_s()
+    cut_lag_windows(ctx, t0 - LAG_CUT_BEFORE_T0_S)
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
 
     def source(agent):
