@@ -167,7 +167,7 @@ def test_the_estimate_follows_round_trips_loss_and_a_fixed_ssthresh():
 
     far = "impairments:\n  lte: {delay_ms: 100, direction: both}\n"
     assert seconds(far) > seconds("") + 0.3  # 8 KB: a few round trips of 200 ms more
-    lossy = "impairments:\n  wifi: {loss_pct: 1, direction: both}\n"
+    lossy = "impairments:\n  wifi: {loss_pct: 5, direction: both}\n"
     assert seconds(lossy, "4MB", "wifi") > 1.5 * seconds("", "4MB", "wifi")
     fixed = "tcp:\n  initial_ssthresh: 10\n"
     assert seconds(fixed, "4MB") > seconds("", "4MB")

@@ -8,9 +8,9 @@ overhead. Per path: the profile's `emulation` rate shared among the pairs on its
 capped by the campaign's `impairments` and the run's `link_rate_bps` level, and on a lossy path
 by TCP's loss-limited rate (Mathis et al.: 1.22 MSS / (RTT sqrt(p))). The round trip is twice
 the one-way delay plus jitter of the sender's and the receiver's hops (an impairment's values
-replace its hop's profile values). Not modelled: events after t = 0, the capacity of the radio
-models (`models` WiFi carries more than the profile's figure: estimates run long there), and
-attempts run again because the emulator lagged.
+replace its hop's profile values on `links`; on the radio models they come on top of the
+model's own timing, and the WiFi capacity is the DCF model's calibrated saturation throughput).
+Not modelled: events after t = 0, and attempts run again because the emulator lagged.
 """
 
 from __future__ import annotations
@@ -29,6 +29,11 @@ RADIO_REBUILD_S = 1.5  # restart the block's changed radio processes and re-addr
 TCP_EFFICIENCY = 0.85  # goodput / link rate, headers included
 MSS_BYTES, INITIAL_WINDOW = 1448, 10
 HANDSHAKE_RTTS = 1.5  # SYN / SYN-ACK, then the last byte's half round trip
+# The radio models' (and ns-3's) own capacity and timing, where the profiles' `emulation` figures
+# (the `links` radios') do not apply: a BSS's saturated throughput with 5 stations, by standard,
+# and a hop's one-way delay at light load (docs/measurements: wifi and lte calibration).
+DCF_SATURATION_BPS = {"g": 29.5e6, "a": 29.7e6, "n24": 102e6, "n5": 103e6, "ac": 275e6}
+RADIO_ONE_WAY_MS = {"wifi": 0.5, "lte": 8.0}
 
 
 def _receiver_hop(path: str, setup: str) -> tuple[str, str]:
@@ -42,29 +47,37 @@ def _path(run: Run, path: str, campaign: Campaign) -> tuple[float, float]:
     """(rate bps, round trip s) of one path of a pair."""
     wifi = wifi_profile(run.wifi_standard).emulation
     lte = lte_profile(campaign.lte_profile).emulation
+    links = campaign.radios == "links"
+    wifi_medium = wifi.medium_rate_bps if links else DCF_SATURATION_BPS.get(run.wifi_standard, wifi.medium_rate_bps)
+    wifi_alone = wifi.rate_bps if links else wifi_medium
     n = run.pairs
     # Receivers' side: both interfaces on AP2 in Setup III; in Setup I the LTE data crosses the
     # cell twice, which halves it where both directions share one medium (`links` radios).
-    hairpin = 2 if run.setup == "I" and campaign.radios == "links" else 1
+    hairpin = 2 if run.setup == "I" and links else 1
     if path == "wifi":
-        rate = min(wifi.rate_bps, wifi.medium_rate_bps / n / (2 if run.setup == "III" else 1))
+        rate = min(wifi_alone, wifi_medium / n / (2 if run.setup == "III" else 1))
     else:
         rate = min(lte.rate_bps, lte.medium_rate_bps / n / hairpin)
         if run.setup == "III":
-            rate = min(rate, wifi.medium_rate_bps / n / 2)
+            rate = min(rate, wifi_medium / n / 2)
     profiles = {"wifi": wifi, "lte": lte}
     rtt_ms, loss = 0.0, 0.0
     for hop, kind in ((path, path), _receiver_hop(path, run.setup)):
         imp: Impairment | None = campaign.impairments.get(hop)
         # Jitter is drawn per frame and frames leave in order, so a stream waits about its maximum.
-        delay_ms = profiles[kind].delay_ms + profiles[kind].jitter_ms
+        # On `links` an impairment replaces the hop's profile values; on the radio models it comes
+        # on top of the radio's own timing.
+        base_ms = profiles[kind].delay_ms + profiles[kind].jitter_ms if links else RADIO_ONE_WAY_MS[kind]
         if imp is None:
-            rtt_ms += 2 * delay_ms
+            rtt_ms += 2 * base_ms
             continue
         rate = min(rate, imp.rate_bps or math.inf)
-        changed = (imp.delay_ms if imp.delay_ms is not None else profiles[kind].delay_ms) + (
-            imp.jitter_ms if imp.jitter_ms is not None else profiles[kind].jitter_ms)
-        rtt_ms += 2 * changed if imp.direction == "both" else changed + delay_ms
+        if links:
+            changed = (imp.delay_ms if imp.delay_ms is not None else profiles[kind].delay_ms) + (
+                imp.jitter_ms if imp.jitter_ms is not None else profiles[kind].jitter_ms)
+        else:
+            changed = base_ms + (imp.delay_ms or 0) + (imp.jitter_ms or 0)
+        rtt_ms += 2 * changed if imp.direction == "both" else changed + base_ms
         loss += (imp.loss_pct or 0) / 100
     if run.link_rate_bps is not None:  # both senders' links at this rate
         rate = min(rate, run.link_rate_bps)
