@@ -20,18 +20,19 @@ from rig.topology import Topology
 from rig.paths import node_plan, receive_buffer
 from rig.run import timeline, transfers
 from rig.run.agents import AgentPool
-from rig.run.judge import judge_run
+from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
 from rig.run.tables import (interface_table, lag_table, radio_table, received_table, switch_table,
                             transfer_subflow_table)
 from rig.store import RunRecord
 
-# T0 is set this far after the sources are launched: they start ahead and wait for T0 themselves,
-# so it covers 1.5 x the time a recent run's launch requests took to reach every agent (~12 ms
-# for 5 senders over netns) plus 1.5 x the slowest source's start-up in that run (its launch to
-# its `ready_at`: a few ms, the agent forks it; more when the host is loaded): the largest of
-# the last LEAD_RUNS runs. A campaign's first run has no such measure yet: START_LEAD_FIRST_S.
-START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.03, 0.15
+# T0 is set this far after the launch round begins (launch): each sender's source is forked
+# first (it prepares and waits for T0 itself), then its counters are read and its sampling
+# starts; each receiver starts sampling. The lead covers 1.5 x the time a recent run took from
+# that moment until all of it was in place (the round's replies and every source's `ready_at`),
+# the largest of the last LEAD_RUNS runs, at least START_LEAD_MIN_S. A campaign's first run has
+# no such measure yet: START_LEAD_FIRST_S.
+START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.01, 0.15
 LEAD_RUNS = 3
 LISTEN_TIMEOUT_S = 5.0
 LAG_CUT_BEFORE_T0_S = 0.002  # the radios poll for the cut every 1 ms
@@ -46,8 +47,6 @@ class RunContext:
     stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
     hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
-    schedule_s: float | None = None  # how long the last launch requests took
-    startup_s: float = 0.0  # the slowest source's start-up in the last run (launch -> ready to wait)
     # The T0 lead each of the last LEAD_RUNS runs would have needed (a burst of load in one run
     # must not leave the next with a lead sized from a single quick one)
     needed_leads: list = field(default_factory=list)
@@ -77,10 +76,9 @@ class RunContext:
             return START_LEAD_FIRST_S
         return max(START_LEAD_MIN_S, *self.needed_leads)
 
-    def ran(self, schedule_s: float, startup_s: float) -> None:
-        """A run's launch took schedule_s and its slowest source started in startup_s."""
-        self.schedule_s, self.startup_s = schedule_s, startup_s
-        self.needed_leads = [*self.needed_leads, 1.5 * (schedule_s + startup_s)][-LEAD_RUNS:]
+    def ran(self, in_place_s: float) -> None:
+        """A run's launch round and sources were all in place in_place_s after its T0 was set."""
+        self.needed_leads = [*self.needed_leads, 1.5 * in_place_s][-LEAD_RUNS:]
 
 
 def iso(t: float) -> str:
@@ -94,43 +92,23 @@ def _sink_setting(ctx: RunContext, run: Run) -> tuple:
 
 def sinks_needed(ctx: RunContext, run: Run) -> bool:
     """Whether this run starts fresh sinks: not when the previous run already started the ones it
-    needs (start_sinks_ahead)."""
+    needs (collect_nodes starts them ahead)."""
     ready, ctx.sinks_ready = ctx.sinks_ready, None  # a run that fails part-way leaves none assumed
     return ready != _sink_setting(ctx, run)
 
 
 def start_sink(ctx: RunContext, run: Run, agent) -> None:
-    """A fresh transfer sink on a receiver (wait_listening: until it listens)."""
+    """A fresh transfer sink on a receiver (the agent forks it: it listens a few ms later)."""
     agent.request("launch", key=transfers.SINK_KEY, program="transfer", args=transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp),
                   at=None)
 
 
-def start_sinks(ctx: RunContext, run: Run) -> None:
-    """A fresh transfer sink on each receiver, unless the previous run started them (sinks_needed)."""
-    if sinks_needed(ctx, run):
-        ctx.agents.each([p.receiver for p in ctx.topo.pairs], lambda a: start_sink(ctx, run, a))
-
-
-def start_sinks_ahead(ctx: RunContext, run: Run) -> None:
-    """Once this run's sinks have reported: fresh ones with the same setting for the next run, so
-    that their start (a fork by the agent, a few ms) overlaps this run's collection instead of
-    the next run's configuration. They only listen until
-    then; the next run checks they listen before its T0, and restarts them if it needs another
-    setting (buffer, connections, timeout)."""
-    if not ctx.more_runs:
-        return
-    start_sinks(ctx, run)
-    ctx.sinks_ready = _sink_setting(ctx, run)
-
-
-def wait_listening(ctx: RunContext) -> None:
+def wait_listening(agent) -> None:
+    """Until the receiver's sink listens, or LISTEN_TIMEOUT_S (then the sources' connections fail
+    and say why)."""
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
-    pending = {p.receiver for p in ctx.topo.pairs}
-    while pending and time.monotonic() < deadline:
-        up = ctx.agents.each(sorted(pending), lambda a: a.request("listening", port=transfers.PORT)["listening"])
-        pending = {h for h, ok in up.items() if not ok}
-        if pending:
-            time.sleep(0.01)
+    while not agent.request("listening", port=transfers.PORT)["listening"] and time.monotonic() < deadline:
+        time.sleep(0.002)
 
 
 def _finite(stats: dict) -> dict:
@@ -146,8 +124,9 @@ def tx_delta(rows: list, ifname: str) -> int:
 def configure(ctx: RunContext, run: Run) -> None:
     """Every node at once, each agent its own requests in turn (one round instead of one per
     request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
-    a listener keeps what it started with); each sender its routing for the run's homing and
-    backup path, and the rig's BPF CCs' initial ssthresh. Only what changed is sent."""
+    a listener keeps what it started with), listening before the round ends; each sender its
+    routing for the run's homing and backup path, and the rig's BPF CCs' initial ssthresh. Only
+    what changed is sent."""
     receivers = {p.receiver for p in ctx.topo.pairs}
     fresh_sinks = sinks_needed(ctx, run)
     ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
@@ -158,6 +137,7 @@ def configure(ctx: RunContext, run: Run) -> None:
             ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes))
             if fresh_sinks:
                 start_sink(ctx, run, a)
+            wait_listening(a)
             return
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
         if cc_params:
@@ -191,26 +171,91 @@ def cut_lag_windows(ctx: RunContext, when: float) -> None:
         timer.start()
 
 
-def launch(ctx: RunContext, run: Run) -> tuple[float, timeline.Scheduled | None]:
-    """The sinks listening, the run's events, then every source to start at T0 (sampling has
-    started: start_sampling); returns T0 and the events as scheduled."""
+@dataclass
+class Launched:
+    t0: float
+    set_at: float  # when T0 was set (unix time)
+    round_end: float  # when the launch round's replies and the events' were all in (unix time)
+    events: timeline.Scheduled | None
+    mib_before: dict  # sender -> counters
+
+
+def launch(ctx: RunContext, run: Run) -> Launched:
+    """T0, then one round of requests: each sender its source (forked to start at T0 itself),
+    its counters and its sampling; each receiver its sampling (its sink listens: configure waited
+    for it); then the run's events, each to act at its time."""
     topo = ctx.topo
     senders = {p.sender: p for p in topo.pairs}
-    wait_listening(ctx)
-    began = time.monotonic()
-    t0 = time.time() + ctx.start_lead_s()
+    set_at = time.time()
+    t0 = set_at + ctx.start_lead_s()
     cut_lag_windows(ctx, t0 - LAG_CUT_BEFORE_T0_S)
+    mib_before = {}
+
+    def node(agent) -> None:
+        p = senders.get(agent.host)
+        if p is not None:  # the source first: its start-up overlaps the rest of the round
+            bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
+                            else (p.sender_wifi.address, p.receiver_a.address))
+            args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), t0), **loss_aware_args(ctx, run, agent.host)}
+            agent.request("launch", key=transfers.SOURCE_KEY, program="transfer", args=args, at=None)
+            mib_before[agent.host] = agent.request("mib")  # the source sends nothing before T0
+        start_sampling(ctx, agent)
+
+    ctx.agents.each(topo.nodes, node)
+    # After the sampling: an agent's `sample` drops a timeline it still holds (a failed run's).
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
+    return Launched(t0, set_at, time.time(), events, {s: mib_before[s] for s in senders})
 
-    def source(agent):
-        p = senders[agent.host]
-        bind, target = (p.sender_lte.address, p.receiver_b.address) if run.homing == "lte" else (p.sender_wifi.address, p.receiver_a.address)
-        args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), t0), **loss_aware_args(ctx, run, agent.host)}
-        agent.request("launch", key=transfers.SOURCE_KEY, program="transfer", args=args, at=None)
 
-    ctx.agents.each(list(senders), source)
-    ctx.schedule_s = time.monotonic() - began
-    return t0, events
+def wait_transfers(ctx: RunContext, run: Run) -> dict[str, dict]:
+    """Every node's program to its end, all at once: the senders' sources and the receivers' sinks
+    (a sink may take SINK_GRACE_S longer than its source). The agents' `wait` replies by host."""
+    timeout = transfers.run_timeout_s(run, ctx.limits)
+    senders = {p.sender for p in ctx.topo.pairs}
+
+    def wait(agent) -> dict:
+        if agent.host in senders:
+            return agent.request("wait", key=transfers.SOURCE_KEY, timeout=timeout)
+        return agent.request("wait", key=transfers.SINK_KEY, timeout=timeout + transfers.SINK_GRACE_S)
+
+    return ctx.agents.each(ctx.topo.nodes, wait)
+
+
+@dataclass
+class Collected:
+    """What the nodes hold of a run once its transfers ended."""
+
+    samples: dict  # host -> interface counter rows
+    subflows: list
+    mib_after: dict  # sender -> counters
+    clocks: dict  # host -> the clock's offset (none on a shared clock)
+
+
+def collect_nodes(ctx: RunContext, run: Run, t0: float) -> Collected:
+    """One round: every node its samples (sampling stops), each sender its counters; each
+    receiver starts the next run's sink (its start, a fork by the agent, then overlaps this run's
+    collection and storing; the next run uses it only when it needs that setting: sinks_needed);
+    on the lab every node its clock's offset (the transfer's timing is on
+    the nodes' clocks: the offsets bound an FCT's error)."""
+    senders = [p.sender for p in ctx.topo.pairs]
+    mib_after, clocks = {}, {}
+
+    def node(agent) -> dict:
+        sampled = agent.request("unsample")
+        if agent.host in senders:
+            mib_after[agent.host] = agent.request("mib")
+        elif ctx.more_runs:
+            start_sink(ctx, run, agent)
+        if not ctx.shared_clock:
+            clocks[agent.host] = agent.request("clock")
+        return sampled
+
+    sampled = ctx.agents.each(ctx.topo.nodes, node)
+    if ctx.more_runs:
+        ctx.sinks_ready = _sink_setting(ctx, run)
+    return Collected(samples={h: r["samples"] for h, r in sampled.items()},
+                     subflows=of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0),
+                     mib_after={s: mib_after[s] for s in senders}, clocks={h: clocks[h] for h in ctx.topo.nodes if h in clocks})
 
 
 def _event_summary(rows: list[dict]) -> dict | None:
@@ -285,80 +330,65 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
 
     configure(ctx, run)
     marks.append(("configure", time.monotonic()))
-    mib_before = {}
-
-    def before(a) -> None:  # each sender its counters, then every node its sampling
-        if a.host in by_sender:
-            mib_before[a.host] = a.request("mib")
-        start_sampling(ctx, a)
-
-    ctx.agents.each(topo.nodes, before)
-    mib_before = {s: mib_before[s] for s in senders}
-    # Senders and receivers time a transfer on their own clocks: their offsets bound the FCT's error.
-    clocks = {} if ctx.shared_clock else ctx.agents.each(topo.nodes, lambda a: a.request("clock"))
-    t0, events = launch(ctx, run)
+    launched = launch(ctx, run)
+    t0, events, mib_before = launched.t0, launched.events, launched.mib_before
     marks.append(("schedule", time.monotonic()))
     if during is not None:
         during(t0)
 
-    timeout = transfers.run_timeout_s(run, ctx.limits)
-    sources = ctx.agents.each(senders, lambda a: a.request("wait", key=transfers.SOURCE_KEY, timeout=timeout))
-    by_receiver = ctx.agents.each([p.receiver for p in topo.pairs],
-                                  lambda a: a.request("wait", key=transfers.SINK_KEY, timeout=transfers.SINK_GRACE_S))
-    sinks = {s: by_receiver[by_sender[s].receiver] for s in senders}
+    ended = wait_transfers(ctx, run)
     t_end = time.time()
-    start_sinks_ahead(ctx, run)  # after t_end: nothing of this run's transfer is left to disturb
     for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
         radio.flush_lag()
     marks.append(("transfer", time.monotonic()))
-    mib_after = {}
 
-    def after(a) -> dict:  # every node its samples, then each sender its counters
-        sampled = a.request("unsample")
-        if a.host in by_sender:
-            mib_after[a.host] = a.request("mib")
-        return sampled
-
-    sampled = ctx.agents.each(topo.nodes, after)
-    mib_after = {s: mib_after[s] for s in senders}
-    samples = {h: r["samples"] for h, r in sampled.items()}
-    subflows = of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0)
-
+    nodes = collect_nodes(ctx, run, t0)
     event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
     for radio in ctx.radios.values():
         radio.wait_lag(t_end)
     lags = {n: _finite(r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
-
+    sources = {s: ended[s] for s in senders}
+    sinks = {s: ended[by_sender[s].receiver] for s in senders}
+    ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
     reports, pairs, done = {}, [], {}
-    ctx.ran(ctx.schedule_s, transfers.startup_s(sources.values()))
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        pairs.append(pair_row(run, by_sender[s], done[s], reports[s]["sink"], samples[s], mib_before[s], mib_after[s]))
-
+        pairs.append(pair_row(run, by_sender[s], done[s], reports[s]["sink"], nodes.samples[s], mib_before[s],
+                              nodes.mib_after[s]))
     marks.append(("collect", time.monotonic()))
-    verdict = judge_run(run, pairs, done, mib_before, mib_after, lags, radios_alive, ctx.limits,
-                        subflow_problem=problems(subflows, run.cc, ctx.limits.max_cwnd_packets))
-    starts = {s: t.started_at for s, t in done.items() if t.started_at}
-    ends = [t.last_byte_at for t in done.values() if t.last_byte_at]
-    details = {
-        "t0": iso(t0),
-        "start_spread_ms": round((max(starts.values()) - min(starts.values())) * 1000, 3) if starts else None,
-        "start_late_ms": {s: round((t - t0) * 1000, 3) for s, t in starts.items()},
-        "transfer_s": round(max(ends) - t0, 3) if ends else None,
-        "lag": lags,
-        "clock_offsets_ms": {h: None if c["offset_s"] is None else round(c["offset_s"] * 1000, 3) for h, c in clocks.items()},
-        "impaired_hops": [h for h in ctx.hops if h["impaired"]],
-        "events": _event_summary(event_rows),
-        "lagged": verdict.lagged,
-        "subflow_ccs": ccs_by_host(subflows),
-        "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
-        "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
-                          if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in senders},
-    }
-    timeseries = _timeseries(ctx, run, samples, subflows, reports, event_rows, lags, t0, t_end)
+
+    verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
+                        subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets))
+    details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before)
+    timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, transfers=reports, timeseries=timeseries,
         logs={f"{s}.stderr": (sources[s].get("stderr") or "") + (sinks[s].get("stderr") or "") for s in senders},
     )
+
+
+def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collected, event_rows: list, verdict: Verdict,
+             marks: list, mib_before: dict) -> dict:
+    """The run's status.json details: T0 and the senders' start, the transfer's span, the lag,
+    the clocks, the events, where the run's time went, the MPTCP counters that moved."""
+    starts = {s: t.started_at for s, t in done.items() if t.started_at}
+    ends = [t.last_byte_at for t in done.values() if t.last_byte_at]
+    mib_after = nodes.mib_after
+    return {
+        "t0": iso(t0),
+        "start_spread_ms": round((max(starts.values()) - min(starts.values())) * 1000, 3) if starts else None,
+        "start_late_ms": {s: round((t - t0) * 1000, 3) for s, t in starts.items()},
+        "transfer_s": round(max(ends) - t0, 3) if ends else None,
+        "lag": lags,
+        "clock_offsets_ms": {h: None if c["offset_s"] is None else round(c["offset_s"] * 1000, 3)
+                             for h, c in nodes.clocks.items()},
+        "impaired_hops": [h for h in ctx.hops if h["impaired"]],
+        "events": _event_summary(event_rows),
+        "lagged": verdict.lagged,
+        "subflow_ccs": ccs_by_host(nodes.subflows),
+        "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
+        "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
+                          if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in mib_after},
+    }

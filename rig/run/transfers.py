@@ -102,15 +102,15 @@ def delivered_by(sink: dict, until: float) -> int:
     return sum(nbytes for conn in sink.get("connections") or [] for t, nbytes in conn.get("intervals") or [] if t <= until)
 
 
-def startup_s(sources) -> float:
-    """The slowest source's start-up: from the agent starting it to its report's `ready_at` (both
-    the node's clock), over the `wait` replies of a run's sources."""
+def ready_at(sources) -> float | None:
+    """When the last source was ready to wait for T0 (its report's `ready_at`, the node's clock),
+    over the `wait` replies of a run's sources."""
     times = []
     for result in sources:
         try:
             ready = json.loads(result.get("stdout") or "{}").get("ready_at")
         except json.JSONDecodeError:
             ready = None
-        if ready is not None and result.get("started_at") is not None:
-            times.append(ready - result["started_at"])
-    return max(times, default=0.0)
+        if ready is not None:
+            times.append(ready)
+    return max(times, default=None)
