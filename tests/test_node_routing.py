@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.routing_state import ip, state
 from rig.campaign.backends import configure_setup
 from rig.campaign.model import Limits, parse_campaign
 from rig.campaign.plan import expand
@@ -32,10 +32,6 @@ from rig.transport.netns import AGENT, NetnsTransport
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
 
-def ip(*args: str, check: bool = True) -> str:
-    return subprocess.run(["ip", *args], check=check, capture_output=True, text=True, timeout=30).stdout
-
-
 def node_with_radios(netns, host: str, plan: dict) -> str:
     """A node namespace with the plan's interfaces as veths to a gateway namespace."""
     node, gw = netns(host), netns(host + "-gw")
@@ -46,19 +42,6 @@ def node_with_radios(netns, host: str, plan: dict) -> str:
         if i.get("gateway"):
             ip("-n", gw, "addr", "add", f"{i['gateway']}/{i['prefixlen']}", "dev", peer)
     return node
-
-
-def state(node: str) -> dict[str, str]:
-    """The routing state the policy decides; endpoint ids depend on the order they were added."""
-    ns = ("-n", node)
-    return {
-        "addresses": re.sub(r"^\d+: |valid_lft.*|preferred_lft.*", "", ip(*ns, "-4", "-o", "addr", "show"), flags=re.M),
-        "links": "\n".join(f"{l['ifname']} {'UP' in l['flags']}" for l in json.loads(ip(*ns, "-j", "link", "show"))),
-        "rules": ip(*ns, "rule", "show"),
-        "routes": ip(*ns, "-4", "route", "show", "table", "all"),
-        "endpoints": re.sub(r" id \d+", "", ip("netns", "exec", node, "ip", "mptcp", "endpoint", "show")),
-        "limits": ip("netns", "exec", node, "ip", "mptcp", "limits", "show"),
-    }
 
 
 def hook(node: str, plan_file: Path, iface: str) -> str:

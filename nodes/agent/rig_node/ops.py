@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import platform
 import subprocess
+import threading
 import time
 
 from rig_node import ccparams, facts, routing, sampling, sysctls, timeline, validate as v
@@ -17,6 +18,10 @@ class Agent:
         self.sampler: sampling.Sampler | None = None
         self.launches: dict[str, Launch] = {}
         self.plan: routing.Plan | None = None  # the routing plan last applied
+        # What this agent applied, as the kernel holds it: the next plan is applied from it
+        # without queries (routing.Known). The timeline's thread changes it too: one at a time.
+        self.known: routing.Known | None = None
+        self.routing_lock = threading.Lock()
         self.timeline: timeline.Timeline | None = None
         self.handlers = {
             "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
@@ -42,8 +47,10 @@ class Agent:
         """Addresses, tables, rules, routes, MPTCP endpoints and limits, and node sysctls."""
         v.only(req, {"op", "plan"}, "paths")
         plan = routing.parse(v.need(req, "plan", "paths"))
-        routing.apply(plan)
-        self.plan = plan
+        with self.routing_lock:
+            known, self.known = self.known, None  # until this apply has succeeded
+            self.known = routing.update(plan, known)
+            self.plan = plan
         return {}
 
     def sysctl(self, req: dict) -> dict:
@@ -69,6 +76,9 @@ class Agent:
         if at is not None:
             now = time.time()
             at = v.number(at, "launch.at", now - 60, now + 3600)
+        if isinstance(req.get("args"), dict) and "loss_aware" in req["args"]:
+            with self.routing_lock:  # the transfer changes its endpoints' backup flags itself
+                self.known = None
         old = self.launches.get(key)
         if old:
             old.stop()
@@ -157,12 +167,20 @@ class Agent:
             p = subprocess.run(timeline.netem_argv(action["iface"], action), capture_output=True, text=True, timeout=10)
             if p.returncode != 0:
                 raise RuntimeError(p.stderr.strip())
-        elif action["action"] == "renew":
-            routing.renew_endpoint(self.plan, action["iface"])
-        elif action["state"] == "down":
-            routing.link_down(action["iface"])
         else:
-            routing.link_up(self.plan, action["iface"])
+            self._link(action)
+
+    def _link(self, action: dict) -> None:
+        """An interface of the plan goes down, comes up, or has its MPTCP endpoint renewed."""
+        with self.routing_lock:
+            if action["action"] == "link" and action["state"] == "down":
+                routing.link_down(action["iface"])  # its carrier, if it changes, makes the next apply query
+                return
+            known, self.known = self.known, None  # until the change has succeeded
+            if action["action"] == "renew":
+                self.known = routing.renew_endpoint(self.plan, action["iface"], known)
+            else:
+                self.known = routing.link_up(self.plan, action["iface"], known)
 
     def timeline_log(self, req: dict) -> dict:
         """Stops the timeline (what has not happened is cancelled) and returns what it did."""
@@ -177,7 +195,7 @@ class Agent:
             if action["id"] not in done:
                 continue
             if action["action"] == "link":
-                routing.link_up(self.plan, action["iface"])
+                self._link({**action, "state": "up"})
             elif action["action"] == "impair":
                 subprocess.run(["tc", "qdisc", "del", "dev", action["iface"], "root"], capture_output=True, timeout=10)
         return {"events": log}
