@@ -34,10 +34,7 @@ Standard library only: this directory is copied as is onto the lab's nodes.
 
 from __future__ import annotations
 
-import argparse
 import json
-import logging
-import logging.handlers
 import os
 import sys
 
@@ -48,22 +45,37 @@ from rig_node import routing  # noqa: E402
 from rig_node.ops import Agent  # noqa: E402
 from rig_node.validate import Refused  # noqa: E402
 
-log = logging.getLogger("rig-agent")
+class RefusalLog:
+    """Where refused requests are logged: syslog's auth facility where /dev/log exists, and the
+    --log file. Set up at the first refusal: an agent that refuses nothing never imports logging
+    (the agents of a campaign start side by side, each a new Python; docs/emulator.md)."""
+
+    def __init__(self, path: str | None) -> None:
+        self.path, self.log = path, None
+
+    def warning(self, *args) -> None:
+        if self.log is None:
+            self.log = self._setup()
+        self.log.warning(*args)
+
+    def _setup(self):
+        import logging
+        import logging.handlers
+
+        log = logging.getLogger("rig-agent")
+        log.setLevel(logging.INFO)
+        if os.path.exists("/dev/log"):
+            handler = logging.handlers.SysLogHandler("/dev/log", facility=logging.handlers.SysLogHandler.LOG_AUTH)
+            handler.setFormatter(logging.Formatter("rig-agent[%(process)d]: %(message)s"))
+            log.addHandler(handler)
+        if self.path:
+            handler = logging.FileHandler(self.path)
+            handler.setFormatter(logging.Formatter("%(asctime)s rig-agent[%(process)d]: %(message)s"))
+            log.addHandler(handler)
+        return log
 
 
-def _logging(path: str | None) -> None:
-    log.setLevel(logging.INFO)
-    if os.path.exists("/dev/log"):
-        handler = logging.handlers.SysLogHandler("/dev/log", facility=logging.handlers.SysLogHandler.LOG_AUTH)
-        handler.setFormatter(logging.Formatter("rig-agent[%(process)d]: %(message)s"))
-        log.addHandler(handler)
-    if path:
-        handler = logging.FileHandler(path)
-        handler.setFormatter(logging.Formatter("%(asctime)s rig-agent[%(process)d]: %(message)s"))
-        log.addHandler(handler)
-
-
-def serve() -> int:
+def serve(log: RefusalLog) -> int:
     agent = Agent()
     try:
         for line in sys.stdin:
@@ -72,8 +84,11 @@ def serve() -> int:
             try:
                 req = json.loads(line)
                 if isinstance(req, dict) and req.get("op") == "quit":
+                    agent.shutdown()
                     print("{}", flush=True)
-                    break
+                    # Nothing is left to tidy: skip the interpreter's teardown (tens of ms), which
+                    # the controller's close (and with it a campaign's end) would wait for.
+                    os._exit(0)
                 reply = agent.handle(req)
             except Refused as e:
                 log.warning("refused: %s (request: %.300s)", e, line.strip())
@@ -106,17 +121,23 @@ def apply_stored(path: str, iface: str | None) -> int:
 
 
 def main() -> int:
+    args = sys.argv[1:]
+    if args[:1] == ["--log"] and len(args) == 2:  # how the controller starts it: no argparse to import
+        return serve(RefusalLog(args[1]))
+    if not args:
+        return serve(RefusalLog(None))
+    import argparse
+
     parser = argparse.ArgumentParser(description="The rig's node agent.")
     parser.add_argument("--log", help="also log refused requests to this file")
     sub = parser.add_subparsers(dest="command")
     apply = sub.add_parser("apply", help="apply a stored routing plan (for one interface)")
     apply.add_argument("plan")
     apply.add_argument("iface", nargs="?")
-    args = parser.parse_args()
-    if args.command == "apply":
-        return apply_stored(args.plan, args.iface)
-    _logging(args.log)
-    return serve()
+    parsed = parser.parse_args()
+    if parsed.command == "apply":
+        return apply_stored(parsed.plan, parsed.iface)
+    return serve(RefusalLog(parsed.log))
 
 
 if __name__ == "__main__":

@@ -27,18 +27,22 @@ RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / 
 
 
 def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: dict | None = None,
-                    stations: dict | None = None) -> RunContext:
-    """Every node's routing plan for the setup (senders dual-homed)."""
+                    stations: dict | None = None, senders: bool = True) -> RunContext:
+    """Every node's routing plan for the setup (senders dual-homed). senders=False: the receivers'
+    only; each run's configure gives the senders the plan of its homing (rig.run.execute), so a
+    campaign does not apply a sender's plan twice when a block's first run is not dual-homed."""
     ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=dict(radios or {}), stations=dict(stations or {}))
-    agents.each(topo.nodes, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
+    hosts = topo.nodes if senders else [h for h in topo.nodes if h not in {p.sender for p in topo.pairs}]
+    agents.each(hosts, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
     return ctx
 
 
-def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits: Limits) -> RunContext:
-    """Radios for the block's setup and WiFi standard, then the nodes."""
+def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: RadioSettings, limits: Limits,
+                    senders: bool = True) -> RunContext:
+    """Radios for the block's setup and WiFi standard, then the nodes (senders: configure_nodes)."""
     rig.attach_radios(settings)
     assert rig.topo is not None
-    ctx = configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations)
+    ctx = configure_nodes(rig.topo, agents, limits, rig.radios, rig.stations, senders)
     ctx.hops, ctx.shared_clock = rig.hops, True
     return ctx
 
@@ -101,7 +105,8 @@ class EmulatedBackend:
                         starting[0].result().close()
                     raise
                 self.agents = starting[0].result()
-        return configure_setup(self.rig, self.agents, settings, limits)
+        # The campaign's runs route the senders themselves (each run's homing).
+        return configure_setup(self.rig, self.agents, settings, limits, senders=False)
 
     # After a lost component: what died (cheap, checked before every run), and the block rebuilt.
     restore_delays_s = (0.5, 1.0, 2.0)  # waits before the tries (a namespace is there or not)

@@ -31,10 +31,32 @@ def ip_batch(netns: str, commands: list[str]) -> None:
         raise RigError(f"ip -n {netns} -batch: {p.stderr.strip()}")
 
 
+def ip_batches(commands: dict[str, list[str]]) -> None:
+    """ip_batch() for several namespaces (namespace -> commands), side by side."""
+    procs = [(n, subprocess.Popen(["ip", "-n", n, "-batch", "-"], stdin=subprocess.PIPE, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)) for n in commands]
+    errors = []
+    for n, proc in procs:
+        err = proc.communicate("\n".join(commands[n]) + "\n")[1]
+        if proc.returncode != 0:
+            errors.append(f"ip -n {n} -batch: {err.strip()}")
+    if errors:
+        raise RigError(errors[0])
+
+
 def sh(netns: str, script: str) -> None:
     p = subprocess.run(["ip", "netns", "exec", netns, "sh", "-c", script], capture_output=True, text=True)
     if p.returncode != 0:
         raise RigError(f"in {netns}: {p.stderr.strip() or script}")
+
+
+def sh_each(names: list[str], script: str) -> None:
+    """sh() in each namespace, side by side."""
+    procs = [(n, subprocess.Popen(["ip", "netns", "exec", n, "sh", "-c", script], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)) for n in names]
+    errors = [f"in {n}: {proc.communicate()[1].strip() or script}" for n, proc in procs if proc.wait() != 0]
+    if errors:
+        raise RigError(errors[0])
 
 
 def exists(name: str) -> bool:
@@ -45,6 +67,22 @@ def add(name: str) -> None:
     if not exists(name):
         ip("netns", "add", name)
     ip("link", "set", "lo", "up", netns=name)
+
+
+def add_all(names: list[str]) -> None:
+    """add() for many: the missing namespaces made by one `ip -batch`, then each one's loopback
+    up, those `ip` processes side by side (bring-up makes ~16)."""
+    missing = [n for n in names if not exists(n)]
+    if missing:
+        p = subprocess.run(["ip", "-batch", "-"], input="".join(f"netns add {n}\n" for n in missing),
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RigError(f"ip netns add: {p.stderr.strip()}")
+    procs = [(n, subprocess.Popen(["ip", "-n", n, "link", "set", "lo", "up"], stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.PIPE, text=True)) for n in names]
+    errors = [f"ip -n {n} link set lo up: {proc.communicate()[1].strip()}" for n, proc in procs if proc.wait() != 0]
+    if errors:
+        raise RigError(errors[0])
 
 
 def with_prefix(prefix: str) -> list[str]:

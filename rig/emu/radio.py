@@ -393,6 +393,11 @@ class RadioProcess:
         self.pid_path.unlink(missing_ok=True)
         self.pid = None
 
+    def ask_to_stop(self) -> None:
+        """SIGTERM without waiting: its TAPs go away meanwhile; stop() (or stop_all) then waits."""
+        if self.pid is not None and self.alive():
+            self._signal(signal.SIGTERM)
+
     def _signal(self, sig: int) -> None:
         try:
             os.kill(self.pid, sig)
@@ -456,3 +461,21 @@ class RadioProcess:
         """The changes that took effect in [since, until] (unix times), with planned and actual
         times, in the order they took effect."""
         return control.applied(self.events_log, since, until)
+
+
+def stop_all(procs: list[RadioProcess], grace_s: float = 5.0) -> None:
+    """stop() for several emulators at once: asked side by side, each waited for as it exits (its
+    TAPs take the kernel a few ms each to remove) instead of in turns of a fixed poll interval;
+    what is left after grace_s gets stop()'s SIGKILL."""
+    procs = list(procs)
+    for proc in procs:
+        proc.ask_to_stop()
+    deadline = time.monotonic() + grace_s
+    for proc in procs:
+        if proc._proc is not None:
+            try:
+                proc._proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
+    for proc in procs:
+        proc.stop()

@@ -15,4 +15,4 @@ class LocalTransport:
         return list(argv)
 
     def agent_argv(self, host: str) -> list[str]:
-        return [sys.executable, "-u", "-I", str(AGENT)]
+        return [sys.executable, "-u", "-I", "-S", str(AGENT)]  # the agent is standard library only

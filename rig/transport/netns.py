@@ -24,6 +24,7 @@ class NetnsTransport:
         return ["ip", "netns", "exec", self.netns(host), *argv]
 
     def agent_argv(self, host: str) -> list[str]:
-        # -u: unbuffered, the agent speaks line by line; -I: ignore the caller's PYTHON* env.
+        # -u: unbuffered, the agent speaks line by line; -I: ignore the caller's PYTHON* env; -S: no
+        # site packages (the agent is standard library only, and ten start side by side at bring-up).
         log = ["--log", str(self.log_dir / f"{host}.log")] if self.log_dir else []
-        return self.argv(host, [sys.executable, "-u", "-I", str(AGENT), *log])
+        return self.argv(host, [sys.executable, "-u", "-I", "-S", str(AGENT), *log])
