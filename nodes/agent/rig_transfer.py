@@ -13,13 +13,15 @@ stamps the first and the last, so a volume run's flow completion time is exact.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
                          [--cc C] [--at UNIX_TIME] [--tcp] [--sample-ms MS]
                          [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]
-      At --at (sleep, then spin the last 2 ms), opens N MPTCP connections in parallel and sends
+      At --at, opens N MPTCP connections in parallel (each connection's thread sleeps until then
+      itself: _sleep_until tells why) and sends
       V bytes over all of them (V // N each, the first takes the rest) or sends for T seconds;
       then closes its side and waits for the receiver to close (it has read everything). Prints
       {"started_at", "ready_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
       "subflows": [[t, local, remote, bytes_acked, bytes_sent, bytes_retrans, rtt_ms, cwnd, ssthresh], ...]}],
       "switches": [{"t", "address", "loss", "action"}, ...]}
-      (started_at: just before connect(), which sends the SYN). The receiver's times are when its
+      (started_at: just before connect(), which sends the SYN; ready_at: when every connection's
+      socket was prepared and its thread about to wait for --at). The receiver's times are when its
       reads returned the bytes.
       subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
@@ -45,6 +47,8 @@ nodes); times are the node's wall clock.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import ctypes
 import json
 import os
 import signal
@@ -60,7 +64,10 @@ from rig_node import mptcp_info, pathpolicy  # noqa: E402
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 CHUNK = 256 * 1024
-SPIN_S = 0.002
+PR_SET_TIMERSLACK = 29  # prctl(2)
+# SCHED_FIFO priority of a connection's thread from its sleep until T0 to the end of connect():
+# above the emulated rig's radio emulators (rig/emu/radio.py, realtime_priority 10).
+START_PRIORITY = 20
 CONNECT_TIMEOUT_S = 5.0
 
 
@@ -216,8 +223,56 @@ class Sampler:
             self._apply(self.policy.release(time.time()))
 
 
-def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int | None, seconds: float | None,
-          go: threading.Event, conn: Connection, result: dict) -> None:
+def _exact_timers() -> None:
+    """Timer slack of 1 ns for this thread and the threads it starts: a sleep until T0 ends at
+    T0, not up to 50 us after it (a normal task's default slack)."""
+    try:
+        ctypes.CDLL(None).prctl(PR_SET_TIMERSLACK, 1, 0, 0, 0)
+    except (OSError, AttributeError):  # no prctl (not Linux): the default slack
+        pass
+
+
+def _sleep_until(at: float) -> None:
+    """Sleeps until the wall clock reads `at`, without spinning. The rig's sources all start at
+    one T0 on a host with fewer cores than sources: a source spinning the last ms holds a core
+    another source needs at T0, and a thread woken by another (an event set at T0) must first
+    win the interpreter's lock from the thread that woke it. So the thread that connects sleeps
+    itself, alone in its process at T0 (the others are blocked), and nothing else is due then."""
+    while (left := at - time.time()) > 0:
+        time.sleep(left)
+
+
+@contextlib.contextmanager
+def _start_priority(on: bool):
+    """This thread at SCHED_FIFO START_PRIORITY inside the block (on, and where permitted; else as
+    it is). At T0 a source's SYN wakes the radio emulators, which run at real-time priority: at
+    normal priority the sources that had not reached connect() yet waited for them (about 0.1 ms
+    a source on the emulated rig's 2 cores). The block holds no CPU but from the wake-up to the
+    SYN: connect() sleeps until the handshake is done."""
+    before = None
+    if on:
+        try:
+            before = os.sched_getscheduler(0), os.sched_getparam(0)  # 0: this thread
+            os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(START_PRIORITY))
+        except (OSError, AttributeError):  # unprivileged, or no real-time scheduling here
+            before = None
+    try:
+        yield
+    finally:
+        if before is not None:
+            os.sched_setscheduler(0, *before)
+
+
+def _connection(prepared: threading.Event, *args) -> None:
+    """A connection's thread: _send, and `prepared` set also when it failed before its wait."""
+    try:
+        _send(prepared, *args)
+    finally:
+        prepared.set()
+
+
+def _send(prepared: threading.Event, target: str, port: int, bind: str | None, cc: str | None, volume: int | None,
+          seconds: float | None, at: float | None, conn: Connection, result: dict) -> None:
     s = _socket(conn.tcp)
     try:
         if bind:
@@ -225,10 +280,13 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
         if cc:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         s.settimeout(CONNECT_TIMEOUT_S)  # a path that is down must not hang the run for TCP's minutes
-        go.wait()  # the socket is ready before the start: at the start there is only connect()
-        result["started_at"] = time.time()  # the SYN leaves within this connect()
-        until = result["started_at"] + seconds if seconds is not None else None
-        s.connect((target, port))
+        prepared.set()
+        with _start_priority(at is not None):
+            if at is not None:  # the socket is ready before the start: at the start there is only connect()
+                _sleep_until(at)
+            result["started_at"] = time.time()  # the SYN leaves within this connect()
+            until = result["started_at"] + seconds if seconds is not None else None
+            s.connect((target, port))
         s.settimeout(None)
         result["local"] = "%s:%d" % s.getsockname()[:2]
         result["connected_at"] = time.time()
@@ -256,7 +314,6 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
            cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
            loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None) -> dict:
-    ready_at = time.time()  # started and ready to wait for `at`: the runner sizes its lead from this
     policy = endpoints = None
     if loss_aware:  # the endpoints are read before the start, not in it
         endpoints = pathpolicy.Endpoints()
@@ -265,20 +322,21 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     shares = [None] * connections if volume is None else \
         [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
     results: list[dict] = [{} for _ in range(connections)]
-    go = threading.Event()
-    threads = [threading.Thread(target=_send, args=(target, port, bind, cc, shares[i], seconds, go, conns[i], results[i]),
-                                daemon=True) for i in range(connections)]
-    for t in threads:  # each prepares its socket, then waits for `go`
-        t.start()
-    if at is not None:
-        while (left := at - time.time()) > SPIN_S:
-            time.sleep(min(left - SPIN_S, 0.05))
-        while time.time() < at:
-            pass
-    started = time.time()
-    go.set()
-    sampler = Sampler(conns, sample_s, started, policy, endpoints)  # after the senders: not in their start
+    _exact_timers()  # inherited by the threads below
+    started = time.time() if at is None else at
+    # Started before T0, its first round a period after it: nothing of it runs at the start.
+    sampler = Sampler(conns, sample_s, started, policy, endpoints)
+    prepared = [threading.Event() for _ in range(connections)]
+    threads = [threading.Thread(target=_connection, daemon=True,
+                                args=(prepared[i], target, port, bind, cc, shares[i], seconds, at, conns[i], results[i]))
+               for i in range(connections)]
     try:
+        for t in threads:  # each prepares its socket, then sleeps until `at`
+            t.start()
+        for p in prepared:
+            p.wait()
+        # Every socket prepared, every thread about to wait for `at`: the runner sizes its lead from this.
+        ready_at = time.time()
         for t in threads:
             t.join()
     finally:
