@@ -29,6 +29,7 @@ from rig import process
 from rig.emu import control
 from rig.emu.build import emulator_binary
 from rig.emu.control import AppliedChange, PipeChange
+from rig.emu.logtail import JsonlTail
 from rig.errors import RigError
 
 ETHERNET_FRAME_BYTES = 1514
@@ -289,6 +290,7 @@ class RadioProcess:
         self.config_path = base.with_suffix(".json")
         self.lag_log = Path(f"{base}.lag.jsonl")
         self.stats_log = Path(f"{base}.stats.jsonl")
+        self._lag_rows, self._stats_rows = JsonlTail(self.lag_log), JsonlTail(self.stats_log)
         self.stderr_path = Path(f"{base}.stderr")
         self.pid_path = Path(f"{base}.pid")
         self.control_fifo = Path(f"{base}.control")
@@ -410,7 +412,7 @@ class RadioProcess:
         p50 is the median of the per-second medians; p99 and max are the largest per-second
         values (conservative). No samples: samples=0 and NaNs.
         """
-        rows = [r for r in _read_jsonl(self.lag_log) if _in_window(r, since, until)]
+        rows = [r for r in self._lag_rows.since(since) if _in_window(r, since, until)]
         if not rows:
             return LagStats(0, math.nan, math.nan, math.nan)
         return LagStats(
@@ -442,7 +444,7 @@ class RadioProcess:
         """Per-station per-second rows (keys: t, station, up_*/down_* frames, bytes,
         queue_drops, loss_drops, queue) for the seconds overlapping [since, until]."""
         return [
-            r for r in _read_jsonl(self.stats_log) if "station" in r and _in_window(r, since, until)
+            r for r in self._stats_rows.since(since) if "station" in r and _in_window(r, since, until)
         ]
 
     def schedule(self, changes: list[PipeChange]) -> list[str]:
