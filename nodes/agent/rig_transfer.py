@@ -246,7 +246,7 @@ def _sleep_until(at: float) -> None:
 def _start_priority(on: bool):
     """This thread at SCHED_FIFO START_PRIORITY inside the block (on, and where permitted; else as
     it is). At T0 a source's SYN wakes the radio emulators, which run at real-time priority: at
-    normal priority the sources that had not reached connect() yet waited for them (about 0.1 ms
+    normal priority the sources that had not reached connect() yet waited for them (0.1-0.3 ms
     a source on the emulated rig's 2 cores). The block holds no CPU but from the wake-up to the
     SYN: connect() sleeps until the handshake is done."""
     before = None
