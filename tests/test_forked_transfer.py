@@ -26,11 +26,16 @@ def _transfer(args: dict) -> Launch:
 
 
 def _comm(launch: Launch) -> str:
+    """The child's name once it has named itself (right after the fork it still has the agent's)."""
     deadline = time.monotonic() + 5
     while launch.pid is None:
         assert time.monotonic() < deadline, "not forked"
         time.sleep(0.005)
-    return Path(f"/proc/{launch.pid}/comm").read_text().strip()
+    comm = Path(f"/proc/{launch.pid}/comm").read_text().strip()
+    while not comm.startswith("rig-") and time.monotonic() < deadline:
+        time.sleep(0.005)
+        comm = Path(f"/proc/{launch.pid}/comm").read_text().strip()
+    return comm
 
 
 def _listen(port: int) -> None:
