@@ -1,7 +1,8 @@
 """The ns-3 radio emulator (kinds links, wifi, lte) exercised with real traffic between namespaces.
 
 Each test starts its own emulator in a throw-away namespace, moves the station TAP(s) into
-node namespaces and the gateway TAP into a gateway namespace, and measures with ping/iperf3.
+node namespaces and the gateway TAP into a gateway namespace (or has the emulator open them
+there, as the rig does), and measures with ping/iperf3.
 """
 
 from __future__ import annotations
@@ -176,6 +177,23 @@ def test_stop_removes_the_taps(emulator, netns, tmp_path):
     assert not radio.alive()
     assert taps_in(gw) == [] and taps_in(st) == []
     radio.stop()  # idempotent
+
+
+def test_taps_open_in_the_namespaces_and_under_the_names_the_spec_gives(emulator, netns, tmp_path):
+    emu, gw, st = netns("emu"), netns("gw"), netns("st0")
+    station = Station("nsts0", link(10e6, 0.001), link(10e6, 0.001), netns=st, ifname="wlan0")
+    spec = RadioNetworkSpec("where", "nstgw", (station,), gateway_netns=gw, gateway_ifname="radio0")
+    radio = RadioProcess(spec, emu, tmp_path)
+    radio.start()
+    try:
+        assert taps_in(emu) == [] and taps_in(gw) == ["radio0"] and taps_in(st) == ["wlan0"]
+        for ns, ifname, addr in ((gw, "radio0", f"{SUBNET}.1"), (st, "wlan0", f"{SUBNET}.2")):
+            sh("ip", "addr", "add", f"{addr}/24", "dev", ifname, ns=ns)
+            sh("ip", "link", "set", ifname, "up", ns=ns)
+        assert len(echo_rtts_ms(netns, gw, st, f"{SUBNET}.1", 2)) == 2  # frames cross both ways
+    finally:
+        radio.stop()
+    assert taps_in(gw) == [] and taps_in(st) == []
 
 
 def test_killed_emulator_leaves_no_tap(emulator, netns, tmp_path):

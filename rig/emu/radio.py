@@ -2,9 +2,10 @@
 
 A radio network (a WiFi BSS behind its AP, the LTE cell behind the EPC, or a star of plain
 links) is one real-time ns-3 process that bridges Ethernet frames between one gateway TAP and
-N station TAPs. start() runs it inside a network namespace; the TAPs appear there, down and
-without addresses, and the caller moves/renames/addresses them. The TAPs are non-persistent:
-they vanish when the process dies, however it dies.
+N station TAPs. start() runs it inside a network namespace; each TAP appears, down and without
+addresses, in the namespace and under the name its spec gives (netns, ifname: e.g. wlan0 in a
+node's namespace), else in the emulator's own under its TAP name, and the caller addresses
+them. The TAPs are non-persistent: they vanish when the process dies, however it dies.
 
 Files in `workdir`, named after the network: <name>.json (config), <name>.lag.jsonl (one
 line per second: lateness of the simulator behind the wall clock), <name>.stats.jsonl
@@ -53,6 +54,11 @@ class Station:
     up: Pipe  # station -> gateway (kinds lte/wifi: impairment on top of the radio; Pipe(0, 0): none)
     down: Pipe  # gateway -> station
     address: str | None = None  # kind lte: the node's address on this interface, "a.b.c.d/n" (the UE's IP)
+    # Where the emulator opens the TAP: the network namespace (as `ip netns` names it) and the
+    # interface name there; None: in the emulator's own namespace, named `tap`. `tap` names the
+    # station either way (control, stats).
+    netns: str | None = None
+    ifname: str | None = None
 
 
 @dataclass(frozen=True)
@@ -133,6 +139,9 @@ class RadioNetworkSpec:
     # SCHED_FIFO priority of the emulator's threads (0: normal scheduling). On a busy host it
     # cuts p99 lag from several ms to well under 1 ms; see docs/emulator.md.
     realtime_priority: int = 10
+    # Where the gateway's TAP is opened (as Station.netns, Station.ifname).
+    gateway_netns: str | None = None
+    gateway_ifname: str | None = None
     # The emulator sleeps until the next event is at most this late, so nearby events share a
     # wake-up (fewer context switches; the lag log counts the lateness). docs/emulator.md.
     wake_slack_s: float = 50e-6
@@ -204,15 +213,26 @@ def _radio_config(spec: RadioNetworkSpec) -> dict:
 
 def _check_spec(spec: RadioNetworkSpec) -> None:
     taps = [spec.gateway_tap, *(s.tap for s in spec.stations)]
-    for tap in taps:
+    names = [spec.gateway_ifname, *(s.ifname for s in spec.stations)]
+    for tap in taps + [n for n in names if n is not None]:
         if not 1 <= len(tap) <= 15:
             raise RigError(f"radio network {spec.name}: TAP name {tap!r} must be 1-15 characters")
     if len(set(taps)) != len(taps):
         raise RigError(f"radio network {spec.name}: TAP names repeat: {taps}")
+    opened = [(ns, name or tap) for ns, name, tap in
+              [(spec.gateway_netns, spec.gateway_ifname, spec.gateway_tap), *((s.netns, s.ifname, s.tap) for s in spec.stations)]]
+    if len(set(opened)) != len(opened):
+        raise RigError(f"radio network {spec.name}: two TAPs with one name in one namespace: {opened}")
     for s in spec.stations:
         for direction, pipe in (("up", s.up), ("down", s.down)):
             if pipe.rate_bps < 0 or pipe.delay_s < 0 or pipe.jitter_s < 0 or not 0 <= pipe.loss <= 1:
                 raise RigError(f"radio network {spec.name}: station {s.tap} {direction}: bad pipe {pipe}")
+
+
+def _opened_in(key: str, netns: str | None, ifname: str | None) -> dict:
+    """Where the emulator opens a TAP ("<key>netns": the namespace's path, "<key>ifname");
+    nothing for its own namespace and the TAP's name."""
+    return {**({f"{key}netns": f"/run/netns/{netns}"} if netns else {}), **({f"{key}ifname": ifname} if ifname else {})}
 
 
 def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
@@ -225,6 +245,7 @@ def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
         "kind": spec.kind,
         "seed": spec.seed,
         "gateway_tap": spec.gateway_tap,
+        **_opened_in("gateway_", spec.gateway_netns, spec.gateway_ifname),
         "lag_log": str(workdir / f"{spec.name}.lag.jsonl"),
         "stats_log": str(workdir / f"{spec.name}.stats.jsonl"),
         "control_fifo": str(workdir / f"{spec.name}.control"),
@@ -234,7 +255,8 @@ def emulator_config(spec: RadioNetworkSpec, workdir: Path) -> dict:
         "wake_slack_s": spec.wake_slack_s,
         "medium": {"rate_bps": spec.medium_rate_bps, "queue_packets": medium_queue},
         "stations": [
-            {"tap": s.tap, "address": s.address, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt)}
+            {"tap": s.tap, "address": s.address, "up": _pipe_config(s.up, rtt), "down": _pipe_config(s.down, rtt),
+             **_opened_in("", s.netns, s.ifname)}
             for s, rtt in zip(spec.stations, rtts)
         ],
         **_radio_config(spec),

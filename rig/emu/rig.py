@@ -6,9 +6,10 @@
         ap1     epc              ap2        ap3          gateway hosts (namespaces)
           \\______\\___ core ___/__________/              veth, no impairment
 
-The ns-3 processes run in the `<prefix>-radio` namespace and own their TAP devices; the TAPs
-are moved into the hosts' namespaces. A TAP disappears with the process that opened it, so
-killing the rig's processes and deleting its namespaces leaves nothing behind.
+The ns-3 processes run in the `<prefix>-radio` namespace and own their TAP devices, which they
+open in the hosts' namespaces under the hosts' interface names (wlan0, lte0, radio0). A TAP
+disappears with the process that opened it, so killing the rig's processes and deleting its
+namespaces leaves nothing behind.
 """
 
 from __future__ import annotations
@@ -60,33 +61,38 @@ def _profile_pipe(kind: str, settings: RadioSettings):
 SGI_ADDRESS, SGI_GATEWAY = "10.46.0.2/30", "10.46.0.1"
 
 
-def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: list[tuple], settings: RadioSettings):
+def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: list[tuple], settings: RadioSettings,
+                ns: Callable[[str], str]):
     """The emulator's spec for one radio network under the settings' radio model; `pipes` are the
-    stations' (up, down) links: the whole link on `links` radios, impairments on top of ns-3's."""
+    stations' (up, down) links: the whole link on `links` radios, impairments on top of ns-3's.
+    Every TAP is opened in its host's namespace `ns(host)` under its interface's name there
+    (radio0 on the gateway host)."""
     from rig.emu.radio import LteCell, LteTtiCell, RadioNetworkSpec, Station, WifiBss
     from rig.profiles import lte_profile, wifi_profile
 
     gateway_tap = _tap_name(network, None)
+    gateway = {"gateway_tap": gateway_tap, "gateway_netns": ns(GATEWAY_HOST[network]), "gateway_ifname": "radio0"}
     if settings.model == "links":
         medium = max([_profile_pipe(kind, settings)[1]] + [p.rate_bps for pair in pipes for p in pair])
-        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, medium_rate_bps=medium,
-                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+        return RadioNetworkSpec(name=network, **gateway, medium_rate_bps=medium,
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, netns=ns(s.host), ifname=s.ifname)
                                                for s, (up, down) in zip(stations, pipes)))
     if kind == "wifi":
         w = wifi_profile(settings.wifi_standard)
-        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="dcf" if settings.model == "models" else "wifi",
+        return RadioNetworkSpec(name=network, **gateway, kind="dcf" if settings.model == "models" else "wifi",
                                 wifi=WifiBss(standard=w.standard, band_ghz=w.band_ghz, width_mhz=w.width_mhz, channel=w.channel),
-                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, netns=ns(s.host), ifname=s.ifname)
                                                for s, (up, down) in zip(stations, pipes)))
     lte = lte_profile(settings.lte_profile)
     if settings.model == "models":  # a cell at layer 2, like the links radios: no PGW, nodes addressed as there
-        return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte_tti", lte_tti=LteTtiCell(prb=lte.prb),
-                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down)
+        return RadioNetworkSpec(name=network, **gateway, kind="lte_tti", lte_tti=LteTtiCell(prb=lte.prb),
+                                stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, netns=ns(s.host), ifname=s.ifname)
                                                for s, (up, down) in zip(stations, pipes)))
-    return RadioNetworkSpec(name=network, gateway_tap=gateway_tap, kind="lte",
+    return RadioNetworkSpec(name=network, **gateway, kind="lte",
                             lte=LteCell(prb=lte.prb, sgi_address=SGI_ADDRESS, sgi_gateway=SGI_GATEWAY, dl_earfcn=lte.dl_earfcn,
                                           cqi_period_ms=lte.cqi_period_ms),
-                            stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, address=f"{s.address}/{s.prefixlen}")
+                            stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, address=f"{s.address}/{s.prefixlen}",
+                                                   netns=ns(s.host), ifname=s.ifname)
                                            for s, (up, down) in zip(stations, pipes)))
 
 
@@ -167,6 +173,8 @@ class EmulatedRig:
         netns.add_all([self.ns(h) for h in hosts])
         if namespaces_ready is not None:
             namespaces_ready()
+        if fresh:
+            self._set_up_routers()
         starting = self._start_radios(settings, strays)  # the emulators start up while the core is wired
         try:
             if fresh:
@@ -230,13 +238,15 @@ class EmulatedRig:
             hosts[self.ns(host)] = [f"addr add {net.network_address + 2}/{net.prefixlen} dev eth0", "link set eth0 up",
                                     f"route add default via {net.network_address + 1}"]
         netns.ip_batches(hosts)
-        # Routers: forward, and never redirect a hairpinned packet (`default`: also on the radio0
-        # TAPs moved in later, which take the namespace's defaults when they arrive).
+
+    def _set_up_routers(self) -> None:
+        """Routers: forward, and never redirect a hairpinned packet. Before the emulators start:
+        the radio0 TAPs they open in the gateway hosts take `default`'s send_redirects when created."""
         netns.sh_each([self.ns(h) for h in INFRA_HOSTS], "sysctl -qw net.ipv4.ip_forward=1 net.ipv4.conf.all.send_redirects=0 "
                                                          "net.ipv4.conf.default.send_redirects=0 net.ipv4.conf.all.rp_filter=0")
 
     def attach_radios(self, settings: RadioSettings) -> None:
-        """One ns-3 process per radio network, its TAPs moved to their hosts. An emulator already
+        """One ns-3 process per radio network, its TAPs in their hosts. An emulator already
         running with the same spec (same stations, same pipes) is kept with its TAPs, the others
         are (re)started side by side: a setup change rebuilds only the networks it changes."""
         self._finish_radios(settings, *self._start_radios(settings))
@@ -257,7 +267,7 @@ class EmulatedRig:
             if stations:
                 pipes, rows = _station_pipes(network, kind, stations, settings, hop_of)
                 hops += rows
-                wanted[network] = (_radio_spec(network, kind, stations, pipes, settings), stations)
+                wanted[network] = (_radio_spec(network, kind, stations, pipes, settings, self.ns), stations)
         kept = {n for n, p in self.radios.items() if n in wanted and p.spec == wanted[n][0] and p.alive()}  # type: ignore[attr-defined]
         self._stop([self.radios.pop(n) for n in [n for n in self.radios if n not in kept]])
         if strays and not kept and netns.exists(self.ns("radio")):  # an earlier `rig emu up`'s, found by namespace
@@ -295,25 +305,18 @@ class EmulatedRig:
         stop_all(procs)
 
     def _wire_radios(self, started: dict) -> None:
-        """The TAPs of freshly started emulators into their hosts (one `ip -batch` per namespace),
-        named and, on the gateway side, addressed."""
-        moves, in_ns = [], {}
-        for network, (spec, stations) in started.items():
-            gw_ns = self.ns(GATEWAY_HOST[network])
-            moves.append(f"link set {spec.gateway_tap} netns {gw_ns}")
-            cmds = [f"link set {spec.gateway_tap} name radio0"]
+        """The gateway side of freshly started emulators, whose TAPs they opened in their hosts'
+        namespaces already: radio0 addressed and up (one `ip -batch` per gateway host). The
+        stations' interfaces are left down and unaddressed, as the nodes' agents expect them."""
+        in_ns = {}
+        for network, (spec, _) in started.items():
             if spec.kind == "lte":  # a routed cell: the PGW sits behind radio0, the UE pool behind it
-                cmds += [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
-                         f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"]
+                cmds = [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
+                        f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"]
             else:
-                cmds += [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
-                         for a in attachments_of(network)] + ["link set radio0 up"]
-            in_ns.setdefault(gw_ns, []).extend(cmds)
-            for s in stations:
-                moves.append(f"link set {_tap_name(network, s)} netns {self.ns(s.host)}")
-                in_ns.setdefault(self.ns(s.host), []).append(f"link set {_tap_name(network, s)} name {s.ifname}")
-        if moves:
-            netns.ip_batch(self.ns("radio"), moves)
+                cmds = [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
+                        for a in attachments_of(network)] + ["link set radio0 up"]
+            in_ns.setdefault(spec.gateway_netns, []).extend(cmds)
         netns.ip_batches(in_ns)
 
     def station_tap(self, host: str, interface: str) -> tuple[str, str]:

@@ -24,8 +24,19 @@ StationEdge::StationEdge(const Json& station, ns3::Ptr<ns3::UniformRandomVariabl
       m_downConfig(PipeConfigFrom(station.At("down"))),
       m_random(random)
 {
-    m_device = MakeTapDevice(OpenTap(m_tap));
-    m_tapMac = rigemu::TapMac(m_tap);
+    // Opened in its host's namespace under the node's interface name ("netns", "ifname") when
+    // the config gives them, else here under the station's TAP name.
+    std::string ifname = station.Str("ifname", m_tap);
+    std::string netns = station.Str("netns", "");
+    m_device = MakeTapDevice(OpenTap(ifname, netns));
+    m_tapMac = rigemu::TapMac(ifname, netns);
+}
+
+ns3::Ptr<TapNetDevice>
+OpenGatewayTap(const Json& config)
+{
+    std::string tap = config.Str("gateway_tap");
+    return MakeTapDevice(OpenTap(config.Str("gateway_ifname", tap), config.Str("gateway_netns", "")));
 }
 
 void

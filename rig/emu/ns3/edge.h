@@ -36,7 +36,7 @@ class StationEdge
 
     ns3::Ptr<TapNetDevice> Device() const { return m_device; }
 
-    // The MAC the TAP had when it was opened (the node's interface keeps it when moved).
+    // The MAC the TAP had when it was opened (the node's interface's).
     ns3::Mac48Address TapMac() const { return m_tapMac; }
 
     // Calls `handler` with every frame the node sends on its TAP.
@@ -83,7 +83,12 @@ class StationEdge
     EdgeCounters m_counters;
 };
 
-// Opens every station of the config ("stations": [{"tap", "up", "down"}]).
+// The gateway's TAP: "gateway_ifname" in the namespace "gateway_netns" when the config gives
+// them, else "gateway_tap" in this process's namespace.
+ns3::Ptr<TapNetDevice> OpenGatewayTap(const Json& config);
+
+// Opens every station of the config ("stations": [{"tap", "up", "down", optional "ifname" and
+// "netns": where the TAP is opened, else under the name "tap" in this process's namespace}]).
 std::vector<std::unique_ptr<StationEdge>> OpenStationEdges(const Json& config,
                                                            ns3::Ptr<ns3::UniformRandomVariable> random);
 

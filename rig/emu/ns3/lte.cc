@@ -116,7 +116,7 @@ LteNetwork::LteNetwork(const Json& config)
       m_modemMac("02:00:00:00:00:01")
 {
     const Json& cell = config.At("lte");
-    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
+    m_gateway = OpenGatewayTap(config);
     m_edges = OpenStationEdges(config, m_random);
     m_lena.Install(cell);
     const ns3::NodeContainer& ueNodes = m_lena.ueNodes;

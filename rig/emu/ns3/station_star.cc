@@ -7,7 +7,7 @@ StationStar::StationStar(const Json& config)
     : m_random(ns3::CreateObject<ns3::UniformRandomVariable>())
 {
     // The TAP fds belong to their TapNetDevices, which close them when the simulator is destroyed.
-    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
+    m_gateway = OpenGatewayTap(config);
     m_gateway->SetPromiscReceiveCallback(ns3::MakeCallback(&StationStar::ReceiveAtGateway, this));
     m_edges = OpenStationEdges(config, m_random);
     for (size_t i = 0; i < m_edges.size(); ++i)

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
+#include <sched.h>
 #include <stdexcept>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
@@ -21,13 +22,68 @@
 namespace rigemu
 {
 
+namespace
+{
+
+// The calling thread in the network namespace at `path` for this object's lifetime (nothing
+// for an empty path); back in the one it was in when destroyed.
+class InNetns
+{
+  public:
+    explicit InNetns(const std::string& path)
+    {
+        if (path.empty())
+        {
+            return;
+        }
+        m_home = open("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+        if (m_home < 0)
+        {
+            throw std::runtime_error(std::string("open /proc/thread-self/ns/net: ") + strerror(errno));
+        }
+        int target = open(path.c_str(), O_RDONLY | O_CLOEXEC);
+        if (target < 0 || setns(target, CLONE_NEWNET) < 0)
+        {
+            int err = errno;
+            if (target >= 0)
+            {
+                close(target);
+            }
+            close(m_home);
+            throw std::runtime_error("network namespace " + path + ": " + strerror(err));
+        }
+        close(target);
+    }
+
+    ~InNetns()
+    {
+        if (m_home >= 0)
+        {
+            // Cannot fail for the namespace this thread came from (its fd holds it alive).
+            setns(m_home, CLONE_NEWNET);
+            close(m_home);
+        }
+    }
+
+    InNetns(const InNetns&) = delete;
+    InNetns& operator=(const InNetns&) = delete;
+
+  private:
+    int m_home = -1;
+};
+
+} // namespace
+
 int
-OpenTap(const std::string& name)
+OpenTap(const std::string& name, const std::string& netns)
 {
     if (name.empty() || name.size() >= IFNAMSIZ)
     {
         throw std::runtime_error("TAP name '" + name + "' must be 1-15 characters");
     }
+    // The TAP is created in the namespace current at TUNSETIFF and stays there; the fd works
+    // from any namespace.
+    InNetns in(netns);
     int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0)
     {
@@ -41,7 +97,7 @@ OpenTap(const std::string& name)
     {
         int err = errno;
         close(fd);
-        throw std::runtime_error("TUNSETIFF " + name + ": " + strerror(err));
+        throw std::runtime_error("TUNSETIFF " + name + (netns.empty() ? "" : " in " + netns) + ": " + strerror(err));
     }
     // No TSO/GSO/UFO: the kernel segments before handing frames over, so every frame fits the MTU.
     if (ioctl(fd, TUNSETOFFLOAD, 0) < 0)
@@ -54,8 +110,9 @@ OpenTap(const std::string& name)
 }
 
 ns3::Mac48Address
-TapMac(const std::string& name)
+TapMac(const std::string& name, const std::string& netns)
 {
+    InNetns in(netns);
     int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
@@ -68,7 +125,7 @@ TapMac(const std::string& name)
     }
     if (rc < 0)
     {
-        throw std::runtime_error("SIOCGIFHWADDR " + name + ": " + strerror(err));
+        throw std::runtime_error("SIOCGIFHWADDR " + name + (netns.empty() ? "" : " in " + netns) + ": " + strerror(err));
     }
     ns3::Mac48Address mac;
     mac.CopyFrom(reinterpret_cast<const uint8_t*>(ifr.ifr_hwaddr.sa_data));

@@ -12,13 +12,16 @@
 namespace rigemu
 {
 
-// Opens a non-persistent TAP (IFF_TAP|IFF_NO_PI, no offloads, non-blocking) in the current
-// network namespace. It vanishes when the last fd closes, i.e. when this process dies however
-// it dies.
-int OpenTap(const std::string& name);
+// Opens a non-persistent TAP (IFF_TAP|IFF_NO_PI, no offloads, non-blocking) named `name` in
+// the network namespace at `netns` (a path such as /run/netns/<name>; empty: this process's
+// own), where it then stays: nothing needs to move it. The calling thread enters that namespace
+// and returns to its own before this returns; call it before other threads start. The TAP
+// vanishes when the last fd closes, i.e. when this process dies however it dies.
+int OpenTap(const std::string& name, const std::string& netns = "");
 
-// The hardware address of an interface in this network namespace.
-ns3::Mac48Address TapMac(const std::string& name);
+// The hardware address of interface `name` in the network namespace at `netns` (empty: this
+// process's own).
+ns3::Mac48Address TapMac(const std::string& name, const std::string& netns = "");
 
 // An Ethernet (DIX) device on a TAP fd, driven by the PollingRealtimeSimulatorImpl's loop: no
 // reader thread, every frame waiting on the TAP is read when the loop wakes. Frames keep their

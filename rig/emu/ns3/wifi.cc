@@ -69,7 +69,7 @@ WifiNetwork::WifiNetwork(const Json& config)
     int channel = static_cast<int>(w.Num("channel_number")); // the centre, as ns-3 numbers it
     int primary20 = static_cast<int>(w.Num("primary20", 0));
 
-    m_gateway = MakeTapDevice(OpenTap(config.Str("gateway_tap")));
+    m_gateway = OpenGatewayTap(config);
     m_edges = OpenStationEdges(config, m_random);
 
     ns3::NodeContainer apNode(1);
