@@ -363,8 +363,8 @@ class EmulatedRig:
         """Remove every namespace of this rig and everything in it; safe to call at any time.
 
         The hosts' namespaces go first, with what runs in them: the kernel then removes the
-        emulators' TAPs in them in one batch, where an emulator that exits first removes its own
-        one at a time (~15 ms each, ~0.25 s for a campaign's radios). Then the emulators."""
+        emulators' TAPs in them in one batch (also those of an emulator that no longer closes
+        its own side by side, e.g. a killed one: one at a time, ~20 ms each). Then the emulators."""
         names = netns.with_prefix(self.prefix)
         netns.delete([n for n in names if n != self.ns("radio")])
         self._stop(list(self.radios.values()))  # each waited for as it exits, not polled for

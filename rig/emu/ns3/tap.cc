@@ -15,6 +15,9 @@
 #include <linux/if_tun.h>
 #include <sched.h>
 #include <stdexcept>
+#include <system_error>
+#include <thread>
+#include <vector>
 #include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -72,6 +75,46 @@ class InNetns
     int m_home = -1;
 };
 
+// Every TAP fd this process opened, closed side by side when it exits normally: the kernel
+// removes a TAP as its last fd closes (~20 ms each, mostly waiting for RCU outside the RTNL
+// lock), and closes on several threads overlap those waits where one thread's closes (or the
+// kernel's at a kill) queue them one after another.
+class OpenTaps
+{
+  public:
+    void Add(int fd) { m_fds.push_back(fd); }
+
+    ~OpenTaps()
+    {
+        std::vector<std::thread> closers;
+        for (int fd : m_fds)
+        {
+            try
+            {
+                closers.emplace_back([fd]() { close(fd); });
+            }
+            catch (const std::system_error&)
+            {
+                close(fd); // no thread to be had: closed here, in turn
+            }
+        }
+        for (auto& closer : closers)
+        {
+            closer.join();
+        }
+    }
+
+  private:
+    std::vector<int> m_fds;
+};
+
+OpenTaps&
+Taps()
+{
+    static OpenTaps taps;
+    return taps;
+}
+
 } // namespace
 
 int
@@ -106,6 +149,7 @@ OpenTap(const std::string& name, const std::string& netns)
         close(fd);
         throw std::runtime_error("TUNSETOFFLOAD " + name + ": " + strerror(err));
     }
+    Taps().Add(fd);
     return fd;
 }
 
@@ -152,10 +196,7 @@ TapNetDevice::GetTypeId()
 
 TapNetDevice::~TapNetDevice()
 {
-    if (m_fd >= 0)
-    {
-        close(m_fd);
-    }
+    // The fd stays open: OpenTap's fds are closed together as the process exits (OpenTaps).
 }
 
 void

@@ -15,8 +15,9 @@ namespace rigemu
 // Opens a non-persistent TAP (IFF_TAP|IFF_NO_PI, no offloads, non-blocking) named `name` in
 // the network namespace at `netns` (a path such as /run/netns/<name>; empty: this process's
 // own), where it then stays: nothing needs to move it. The calling thread enters that namespace
-// and returns to its own before this returns; call it before other threads start. The TAP
-// vanishes when the last fd closes, i.e. when this process dies however it dies.
+// and returns to its own before this returns; call it before other threads start. The fd is
+// closed when the process exits (all TAPs side by side on a normal exit), and the TAP vanishes
+// with it, however the process dies.
 int OpenTap(const std::string& name, const std::string& netns = "");
 
 // The hardware address of interface `name` in the network namespace at `netns` (empty: this
@@ -35,7 +36,7 @@ class TapNetDevice : public ns3::NetDevice
     TapNetDevice() = default;
     ~TapNetDevice() override;
 
-    // Takes ownership of `fd` and starts reading it.
+    // Starts reading `fd` (an OpenTap fd: closed at the process's exit, not by the device).
     void Attach(int fd);
 
     void SetIfIndex(const uint32_t index) override { m_ifIndex = index; }
