@@ -6,7 +6,7 @@ the campaign runner meets them (the same backend calls), for a campaign file's b
 
 As root. Per repetition one line (milliseconds): the first block (namespaces, radio emulators,
 node agents, the first block's configuration), each further block (radio networks restarted,
-TAPs moved, receivers re-addressed) and close() (agents quit, emulators stopped, namespaces
+their TAPs opened in the hosts' namespaces, receivers routed) and close() (agents quit, emulators stopped, namespaces
 deleted), with the host's load average. Measured and printed, never asserted; on a shared host
 upper bounds. scripts/bench_overhead.py gives the same parts inside a whole campaign.
 """

@@ -22,10 +22,10 @@ from rig.campaign.plan import Plan, Run
 from rig.profiles import lte_profile, wifi_profile
 from rig.spec import Impairment
 
-# Per run: configure, schedule, T0 lead, collect, store (docs/measurements, overhead budget):
-# about 0.1 s and 25 ms more per pair on an idle 2-core host.
-RUN_OVERHEAD_S, RUN_OVERHEAD_PER_PAIR_S = 0.1, 0.025
-RADIO_REBUILD_S = 1.5  # restart the block's changed radio processes and re-address the nodes
+# Per run: configure, launch, T0 lead, collect, judge (docs/measurements, overhead budget):
+# 31, 95 and 165 ms at 1, 5 and 9 pairs on an idle 2-core host.
+RUN_OVERHEAD_S, RUN_OVERHEAD_PER_PAIR_S = 0.015, 0.017
+RADIO_REBUILD_S = 0.2  # restart the block's changed radio processes and route the receivers
 TCP_EFFICIENCY = 0.85  # goodput / link rate, headers included
 MSS_BYTES, INITIAL_WINDOW = 1448, 10
 HANDSHAKE_RTTS = 1.5  # SYN / SYN-ACK, then the last byte's half round trip
