@@ -49,6 +49,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import ctypes
+import functools
 import json
 import os
 import signal
@@ -362,8 +363,10 @@ def _threshold(text: str) -> tuple[str, float]:
     return address, value
 
 
-def main(argv: list[str] | None = None) -> int:
-    """argv: the arguments after the program's name (the node agent's fork of it, rig_node.forked)."""
+@functools.cache
+def parser() -> argparse.ArgumentParser:
+    """The command line, built once: the node agent builds it before it forks transfers
+    (rig_node.forked), so that a fork does not (several ms of CPU each on a small core)."""
     p = argparse.ArgumentParser(prog="rig_transfer.py", description="The rig's MPTCP transfer, timed at the receiver.")
     sub = p.add_subparsers(dest="mode", required=True)
     k = sub.add_parser("sink")
@@ -388,6 +391,12 @@ def main(argv: list[str] | None = None) -> int:
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """argv: the arguments after the program's name (the node agent's fork of it, rig_node.forked)."""
+    p = parser()
     a = p.parse_args(argv)
     if a.mode == "source" and a.loss_aware and a.sample_ms <= 0:
         p.error("--loss-aware needs --sample-ms > 0")

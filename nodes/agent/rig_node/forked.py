@@ -19,6 +19,8 @@ import traceback
 
 import rig_transfer  # once, when the agent starts: what every new interpreter imported again
 
+rig_transfer.parser()  # its command line too (argparse's help formatter imports shutil and more)
+
 NAMES = ("rig-sink", "rig-source")
 # One fork at a time: a child must not inherit the write end of another child's pipe (the agent
 # would then read that child's output to its end only when both have exited).
