@@ -50,6 +50,17 @@ def test_an_impairment_may_size_the_hops_queue():
     assert (up.queue_packets, down.queue_packets) == (12, None)  # None: sized from the bandwidth-delay product
 
 
+def test_a_hops_numbers_are_floats_whatever_their_values():
+    """A radio model's pipes carry whole zeros: the hops table's columns keep one type (a field
+    that changes type between campaigns is refused by InfluxDB)."""
+    topo = topology("I", 1)
+    wifi = [i for i in topo.interfaces_of("s1") if i.ifname == "wlan0"]
+    rows = impairments.hop_rows("ap1", wifi, [(Pipe(rate_bps=0, delay_s=0), Pipe(rate_bps=0, delay_s=0))],
+                                impairments.hop_names(topo), {})
+    assert len(rows) == 2
+    assert all(type(r[k]) is float for r in rows for k in ("rate_bps", "delay_ms", "jitter_ms", "loss_pct"))
+
+
 def test_the_old_links_field_is_refused_with_a_pointer():
     with pytest.raises(InputError) as e:
         parse_campaign("name: x\nlinks: {wifi: {loss_pct: 10}}\n", "c.yaml")

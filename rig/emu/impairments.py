@@ -76,7 +76,9 @@ def hop_rows(network: str, stations: list[RadioInterface], pipes: list[tuple[Pip
         for direction, pipe in (("up", up), ("down", down)):
             named = impairments.get(hop) or {}
             impaired = bool(named) and named.get("direction", "up") in (direction, "both")
+            # Floats always: a model's pipe carries whole zeros, and a column's type must not depend
+            # on its values (InfluxDB refuses a field that changes type between campaigns).
             rows.append({"network": network, "host": s.host, "interface": s.ifname, "hop": hop, "direction": direction,
-                         "rate_bps": float(pipe.rate_bps), "delay_ms": pipe.delay_s * 1000, "jitter_ms": pipe.jitter_s * 1000,
-                         "loss_pct": pipe.loss * 100, "impaired": impaired})
+                         "rate_bps": float(pipe.rate_bps), "delay_ms": float(pipe.delay_s * 1000),
+                         "jitter_ms": float(pipe.jitter_s * 1000), "loss_pct": float(pipe.loss * 100), "impaired": impaired})
     return rows
