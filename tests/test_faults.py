@@ -186,7 +186,8 @@ def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig)
         if sshd and sig == signal.SIGSTOP:
             os.kill(sshd, signal.SIGKILL)  # the frozen one is ours to end
     _, failed = _survived(code, log, tmp_path / "results", ["node agent on s1"])
-    assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on s1 did not answer"), failed
+    # "did not answer" a request under way, or "has exited" before the next one was sent
+    assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on s1 "), failed
     assert "SSH session lost" in failed[0]["reason"], failed
 
 

@@ -71,3 +71,43 @@ def test_a_forked_transfer_is_stopped_and_found_as_a_stray():
     assert sink.done.wait(5) and sink.result["rc"] == -15  # TERM, as a started program
     assert not listening(port)
     assert set(forked.NAMES) == {"rig-sink", "rig-source"}
+
+
+def test_a_held_source_prepares_then_starts_at_the_time_it_is_released_with():
+    port = _port()
+    sink = _transfer({"mode": "sink", "port": port, "connections": 2, "mptcp": False, "timeout_s": 30})
+    _listen(port)
+    source = _transfer({"mode": "source", "port": port, "connections": 2, "mptcp": False, "target": "127.0.0.1",
+                        "bytes": 100_000, "hold": True, "sample_ms": 20})
+    assert _comm(source) == "rig-source"
+    time.sleep(0.2)
+    assert not source.done.is_set()  # held: nothing connects before the release
+    at = time.time() + 0.05
+    source.release(at)
+    for launch in (source, sink):
+        assert launch.done.wait(30)
+        assert launch.result["rc"] == 0, launch.result["stderr"]
+    src = json.loads(source.result["stdout"])
+    assert at <= src["started_at"] < at + 0.05
+    assert src["ready_at"] <= at  # ready once it knew its start
+    assert sum(c["bytes"] for c in json.loads(sink.result["stdout"])["connections"]) == 100_000
+
+
+def test_a_held_source_never_released_sends_nothing_and_says_so():
+    port = _port()
+    source = _transfer({"mode": "source", "port": port, "connections": 1, "mptcp": False, "target": "127.0.0.1",
+                        "bytes": 1000, "hold": True})
+    _comm(source)
+    source.child.write_line("")  # end of input without a start time (the agent went away)
+    assert source.done.wait(10)
+    doc = json.loads(source.result["stdout"])
+    assert source.result["rc"] == 1 and doc["error"] == "OSError: the source was never released"
+    assert "started_at" not in doc["connections"][0]
+
+
+def test_a_held_source_is_stopped_like_any_program():
+    source = _transfer({"mode": "source", "port": _port(), "connections": 1, "mptcp": False, "target": "127.0.0.1",
+                        "bytes": 1000, "hold": True})
+    _comm(source)
+    source.stop()
+    assert source.done.wait(5) and source.result["rc"] == 143  # SIGTERM unwinds the source

@@ -98,6 +98,12 @@ HOSTILE = {
     "listening port": {"op": "listening", "port": "22; id"},
     "hello extra": {"op": "hello", "script": "id"},
     "launch far future": {"op": "launch", "key": "x", "program": "iperf3", "args": IPERF_CLIENT, "at": 4e9},
+    "transfer held with a time": {"op": "launch", "key": "x", "program": "transfer",
+                                  "args": {**TRANSFER_SOURCE, "hold": True, "at": 1e9}},
+    "transfer hold text": {"op": "launch", "key": "x", "program": "transfer", "args": {**TRANSFER_SOURCE, "hold": "yes; id"}},
+    "release nothing held": {"op": "release", "key": "x", "at": 1e9},
+    "release traversal": {"op": "release", "key": "../../etc/passwd", "at": 1e9},
+    "release extra field": {"op": "release", "key": "x", "at": 1e9, "argv": ["id"]},
 }
 
 

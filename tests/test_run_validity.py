@@ -16,6 +16,7 @@ from rig.campaign.plan import expand
 from rig.campaign.backends import configure_setup
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.run.agents import AgentPool
+from rig.run import transfers
 from rig.run.execute import execute_run
 from rig.transport.netns import NetnsTransport
 
@@ -90,8 +91,12 @@ def test_subflows_record_the_cc_that_ran(one_pair_rig):
 
 
 def _buffer_runs():
-    text = "name: v\nsetups: [I]\npairs: 1\nfactors: {volume: [4MB], rcvbuf: [1000KB, 2000KB]}\n"
-    return sorted(expand(parse_campaign(text, "v")).runs, key=lambda r: r.rcvbuf_bytes)
+    """Two runs of each receive buffer, smallest first: LTE-only, then WiFi-only (prepared during
+    the LTE run, whose routing plan has the WiFi interface down)."""
+    text = "name: v\nsetups: [I]\npairs: 1\nfactors: {volume: [2MB], rcvbuf: [1000KB, 2000KB], homing: [lte, wifi]}\n"
+    runs = sorted(expand(parse_campaign(text, "v")).runs, key=lambda r: (r.rcvbuf_bytes, r.homing != "lte"))
+    assert [r.homing for r in runs] == ["lte", "wifi", "lte", "wifi"]
+    return runs
 
 
 def _sink_started(rec) -> float:
@@ -102,26 +107,41 @@ def _began(rec) -> float:
     return datetime.fromisoformat(rec.started_at).timestamp()
 
 
-def test_the_next_runs_sinks_start_ahead_only_with_its_setting(one_pair_rig):
-    """A run starts the next run's sinks once its own have reported; the next run uses them only
-    when they started with what it needs (its receive buffer, its arguments)."""
+def _alive(ctx, key: str, host: str) -> bool:
+    return ctx.agents.agents[host].request("alive", key=key)["alive"]
+
+
+def test_the_next_run_is_prepared_during_a_run_only_when_that_cannot_change_the_run(one_pair_rig):
+    """During its transfer a run starts the next run's sink and held source on the other port;
+    the next run releases them. A next run with another receive buffer is not prepared (the
+    sysctl would change under this run's sockets); a run other than the prepared one (a lag
+    retry) replaces what waits; after a block's last run nothing is left waiting."""
     _, ctx = one_pair_rig
-    small, large = _buffer_runs()
-    first = execute_run(ctx, small)
+    small1, small2, large1, large2 = _buffer_runs()
+    ctx.next_run = small2
+    first = execute_run(ctx, small1)
     assert first.status == "ok", first.reason
-    assert _sink_started(first) >= _began(first)  # nothing ahead of the first run
-    again = execute_run(ctx, small)
-    assert again.status == "ok", again.reason
-    assert _sink_started(again) < _began(again)  # started by the run before, and used
-    other = execute_run(ctx, large)  # another receive buffer: the sink started ahead is not used
-    assert other.status == "ok", other.reason
-    assert _sink_started(other) >= _began(other)
-    ctx.more_runs = False  # before a campaign's last run: nothing is left listening after it
-    last = execute_run(ctx, large)
-    assert last.status == "ok", last.reason
-    assert _sink_started(last) < _began(last)
-    assert ctx.sinks_ready is None
-    assert not ctx.agents.agents["r1"].request("alive", key="transfer-sink")["alive"]
+    assert not first.details["prepared"] and _sink_started(first) >= _began(first)
+    assert ctx.prepared == small2.run_id and _alive(ctx, transfers.source_key(transfers.other_port(ctx.port)), "s1")
+    ctx.next_run = large1  # another receive buffer: not prepared
+    second = execute_run(ctx, small2)
+    assert second.status == "ok", second.reason
+    assert second.details["prepared"] and _sink_started(second) < _began(second)
+    src = second.transfers["s1"]["source"]
+    assert src["ready_at"] <= datetime.fromisoformat(second.details["t0"]).timestamp() <= src["started_at"]
+    assert ctx.prepared is None
+    ctx.next_run = large2
+    third = execute_run(ctx, large1)
+    assert third.status == "ok" and not third.details["prepared"], third.reason
+    assert ctx.prepared == large2.run_id
+    retry = execute_run(ctx, large1)  # not the prepared run: what waits is replaced
+    assert retry.status == "ok" and not retry.details["prepared"], retry.reason
+    ctx.next_run = None  # a block's last run
+    last = execute_run(ctx, large2)
+    assert last.status == "ok" and last.details["prepared"], last.reason  # the retry prepared it again
+    assert ctx.prepared is None
+    for port in transfers.PORTS:
+        assert not _alive(ctx, transfers.sink_key(port), "r1") and not _alive(ctx, transfers.source_key(port), "s1")
 
 
 def test_subflow_problems_name_runaway_windows_and_wrong_ccs():

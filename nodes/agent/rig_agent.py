@@ -15,6 +15,7 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
                                             chrony's bound on its error (none: not synchronised)
   launch     key, program, args, at  -> {}   a traffic program (rig_node/programs.py: the rig's
                                             transfer, iperf3) at `at`
+  release    key, at             -> {}   a transfer launched with `hold` starts at `at`
   wait       key, timeout        -> {"started_at", "ended_at", "rc", "stdout", "stderr"[, "timed_out"]}
   alive      key                 -> {"alive"}
   stop       key                 -> {}   stop what `launch` started under key (TERM, then KILL)
@@ -23,6 +24,7 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
   sample     ifaces, hz, ss_hz   -> {}   start sampling interface counters and TCP sockets
   unsample                       -> {"samples": [[t, ifname, tx, rx], ...], "ss": [[t, text], ...]}
   mib                            -> {"MPTcpExt...": n, "TcpExt...": n, "Tcp...": n}
+  batch      requests            -> {"replies": [...]}   up to 16 of the above in order, one exchange
   quit                           -> {} and exit
 A refused request gets {"error": "refused: ..."} and is logged on the node (syslog's auth
 facility where /dev/log exists, and --log FILE); any other failure {"error": "..."}.

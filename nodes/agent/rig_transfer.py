@@ -11,7 +11,7 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       object: {"connections": [{"peer", "accepted_at", "first_byte_at", "last_byte_at", "bytes",
       "intervals": [[t, bytes], ...]}, ...]} (bytes read per interval, every MS ms) and exits.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
-                         [--cc C] [--at UNIX_TIME] [--tcp] [--sample-ms MS]
+                         [--cc C] [--at UNIX_TIME | --hold] [--tcp] [--sample-ms MS]
                          [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]
       At --at, opens N MPTCP connections in parallel (each connection's thread sleeps until then
       itself: _sleep_until tells why) and sends
@@ -23,6 +23,11 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       (started_at: just before connect(), which sends the SYN; ready_at: when every connection's
       socket was prepared and its thread about to wait for --at). The receiver's times are when its
       reads returned the bytes.
+      --hold: the sockets are prepared (created, given the CC), then the start time is read from
+      stdin (one line, unix time; the node agent's `release` writes it), and then they are bound
+      to --bind: a run's sources are prepared while the run before it transfers, under that run's
+      routing plan, which may not have the address. ready_at is then when the start time was read. At end of input
+      without one, nothing is sent and the report says the source was never released.
       subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
       receiver has closed. t is when the read returned (unix s); local and remote "ip:port";
@@ -264,6 +269,33 @@ def _start_priority(on: bool):
             os.sched_setscheduler(0, *before)
 
 
+class Start:
+    """A source's start time: given (--at, or None: at once), or held until released (--hold)."""
+
+    def __init__(self, at: float | None, held: bool):
+        self.at, self.held = at, held
+        self.known = threading.Event()
+        if not held:
+            self.known.set()
+
+    def release(self, at: float | None) -> None:
+        """None: never released (the connections end without connecting)."""
+        self.at = at
+        self.known.set()
+
+    @property
+    def timed(self) -> bool:
+        return self.held or self.at is not None
+
+
+def _read_release() -> float | None:
+    """A held source's start time: one line on stdin; None at end of input or on a bad line."""
+    try:
+        return float(sys.stdin.readline())
+    except ValueError:
+        return None
+
+
 def _connection(prepared: threading.Event, *args) -> None:
     """A connection's thread: _send, and `prepared` set also when it failed before its wait."""
     try:
@@ -273,16 +305,20 @@ def _connection(prepared: threading.Event, *args) -> None:
 
 
 def _send(prepared: threading.Event, target: str, port: int, bind: str | None, cc: str | None, volume: int | None,
-          seconds: float | None, at: float | None, conn: Connection, result: dict) -> None:
+          seconds: float | None, start: Start, conn: Connection, result: dict) -> None:
     s = _socket(conn.tcp)
     try:
-        if bind:
-            s.bind((bind, 0))
         if cc:
             s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
         s.settimeout(CONNECT_TIMEOUT_S)  # a path that is down must not hang the run for TCP's minutes
         prepared.set()
-        with _start_priority(at is not None):
+        start.known.wait()
+        at = start.at
+        if start.held and at is None:
+            raise OSError("the source was never released")
+        if bind:  # once released: a held source's address may exist only under its run's routing plan
+            s.bind((bind, 0))
+        with _start_priority(start.timed):
             if at is not None:  # the socket is ready before the start: at the start there is only connect()
                 _sleep_until(at)
             result["started_at"] = time.time()  # the SYN leaves within this connect()
@@ -314,7 +350,8 @@ def _send(prepared: threading.Event, target: str, port: int, bind: str | None, c
 
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
            cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
-           loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None) -> dict:
+           loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None,
+           hold: bool = False) -> dict:
     policy = endpoints = None
     if loss_aware:  # the endpoints are read before the start, not in it
         endpoints = pathpolicy.Endpoints()
@@ -324,24 +361,29 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
         [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
     results: list[dict] = [{} for _ in range(connections)]
     _exact_timers()  # inherited by the threads below
-    started = time.time() if at is None else at
-    # Started before T0, its first round a period after it: nothing of it runs at the start.
-    sampler = Sampler(conns, sample_s, started, policy, endpoints)
+    start = Start(at, hold)
     prepared = [threading.Event() for _ in range(connections)]
     threads = [threading.Thread(target=_connection, daemon=True,
-                                args=(prepared[i], target, port, bind, cc, shares[i], seconds, at, conns[i], results[i]))
+                                args=(prepared[i], target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
                for i in range(connections)]
+    sampler = None
     try:
-        for t in threads:  # each prepares its socket, then sleeps until `at`
+        for t in threads:  # each prepares its socket, then sleeps until the start
             t.start()
         for p in prepared:
             p.wait()
-        # Every socket prepared, every thread about to wait for `at`: the runner sizes its lead from this.
+        if hold:
+            start.release(_read_release())
+        started = time.time() if start.at is None else start.at
+        # Started before T0, its first round a period after it: nothing of it runs at the start.
+        sampler = Sampler(conns, sample_s, started, policy, endpoints)
+        # Every socket prepared, every thread about to wait for its start: the runner sizes its lead from this.
         ready_at = time.time()
         for t in threads:
             t.join()
     finally:
-        sampler.stop()  # also on SIGTERM: no path stays backup after the program
+        if sampler is not None:  # none yet: nothing was switched
+            sampler.stop()  # also on SIGTERM: no path stays backup after the program
     # The transfer starts with the first connection's SYN (the threads' own start-up is not in it).
     doc = {"started_at": min((r["started_at"] for r in results if "started_at" in r), default=started),
            "ready_at": ready_at, "connections": results, "switches": sampler.switches}
@@ -384,7 +426,9 @@ def parser() -> argparse.ArgumentParser:
     amount.add_argument("--bytes", type=int)
     amount.add_argument("--seconds", type=float)
     s.add_argument("--cc")
-    s.add_argument("--at", type=float)
+    when = s.add_mutually_exclusive_group()
+    when.add_argument("--at", type=float)
+    when.add_argument("--hold", action="store_true", help="prepare, then read the start time (unix s) from stdin")
     s.add_argument("--tcp", action="store_true", help="plain TCP instead of MPTCP")
     s.add_argument("--sample-ms", type=float, default=100.0, help="subflow sampling period (0: only a final sample)")
     s.add_argument("--loss-aware", nargs="+", type=_threshold, metavar="ADDR=FRACTION",
@@ -406,7 +450,7 @@ def main(argv: list[str] | None = None) -> int:
         # The agent stops a program with SIGTERM: unwind, so that the policy restores its paths.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
-                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s)
+                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold)
     print(json.dumps(doc))
     return 1 if "error" in doc else 0
 

@@ -174,7 +174,8 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
                 ctx.events, ctx.loss_aware, ctx.tcp = run_events(campaign.events, run), campaign.loss_aware, campaign.tcp
-                ctx.more_runs = i + 1 < len(todo)
+                following = todo[i + 1] if i + 1 < len(todo) else None
+                ctx.next_run = following if following is not None and following.radio_key == run.radio_key else None
                 started, t_run = utc_now(), time.monotonic()
                 try:
                     record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries, recorder.flush_after)
@@ -194,7 +195,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                                    f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
                 if record.status == "failed" and fault is None:
                     ctx.applied.clear()  # nothing is assumed about the nodes' state
-                    ctx.sinks_ready = None
+                    ctx.prepared = None
     finally:
         try:
             recorder.flush()

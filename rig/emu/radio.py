@@ -460,7 +460,7 @@ class RadioProcess:
             rows = _read_jsonl(self.lag_log, tail_bytes=4096)
             if rows and rows[-1]["t"] >= until - 0.001:  # the log's times are rounded to the us
                 return
-            time.sleep(0.005)
+            time.sleep(0.001)  # the emulator answers flush_lag within its 1 ms poll
 
     def station_stats(self, since: float, until: float) -> list[dict]:
         """Per-station per-second rows (keys: t, station, up_*/down_* frames, bytes,

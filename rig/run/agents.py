@@ -45,6 +45,11 @@ class AgentClient:
             raise RigError(f"{self.host}: {op}: {reply['error']}")
         return reply
 
+    def batch(self, *requests: dict) -> list[dict]:
+        """Requests ({"op": ..., fields}) in order in one exchange: one round trip (over SSH on
+        the lab) instead of one per request. Their replies, in order."""
+        return self.request("batch", requests=list(requests))["replies"]
+
     # -- connection lifecycle: a lost agent is detected here and replaced by AgentPool -----------
 
     def _exchange(self, message: str, op: str) -> str:

@@ -26,15 +26,18 @@ from rig.run.tables import (interface_table, lag_table, radio_table, received_ta
                             transfer_subflow_table)
 from rig.store import RunRecord
 
-# T0 is set this far after the launch round begins (launch): each sender's source is forked
-# first (it prepares and waits for T0 itself), then its counters are read and its sampling
-# starts; each receiver starts sampling. The lead covers 1.5 x the time a recent run took from
-# that moment until all of it was in place (the round's replies and every source's `ready_at`),
-# the largest of the last LEAD_RUNS runs, at least START_LEAD_MIN_S. A campaign's first run has
-# no such measure yet: START_LEAD_FIRST_S.
+# T0 is set this far after the launch round begins (launch): each sender's source is released
+# (prepared during the run before) or forked (it prepares and waits for T0 itself), then its
+# counters are read and its sampling starts; each receiver starts sampling. The lead covers 1.5 x
+# the time a recent run of the same kind (prepared or not) took from that moment until all of it
+# was in place (the round's replies and every source's `ready_at`), the largest of the last
+# LEAD_RUNS runs, at least START_LEAD_MIN_S. A campaign's first run has no such measure yet:
+# START_LEAD_FIRST_S.
 START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.01, 0.15
 LEAD_RUNS = 3
 LISTEN_TIMEOUT_S = 5.0
+# The next run's programs are prepared this long after T0 at the earliest: the senders have started.
+PREPARE_AFTER_T0_S = 0.05
 LAG_CUT_BEFORE_T0_S = 0.002  # the radios poll for the cut every 1 ms
 
 
@@ -47,13 +50,15 @@ class RunContext:
     stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
     hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
-    # The T0 lead each of the last LEAD_RUNS runs would have needed (a burst of load in one run
-    # must not leave the next with a lead sized from a single quick one)
-    needed_leads: list = field(default_factory=list)
-    # The sinks already listening for the next run, started at the end of the previous one (their
-    # arguments and the receive buffer they started with), or None: started within the run.
-    sinks_ready: tuple | None = None
-    more_runs: bool = True  # False before a campaign's last run: no sinks are started ahead after it
+    # The T0 lead each of the last LEAD_RUNS runs would have needed, for runs whose programs were
+    # prepared (True: the round only releases them) and runs that start them (False): a burst of
+    # load in one run must not leave the next with a lead sized from a single quick one.
+    needed_leads: dict = field(default_factory=lambda: {True: [], False: []})
+    # The run after this one in the block (the runner sets it): its sinks and sources are prepared
+    # while this one transfers (prepare_next). None: nothing is prepared.
+    next_run: Run | None = None
+    prepared: str | None = None  # the run whose programs wait on `other_port(port)`, or None
+    port: int = transfers.PORTS[1]  # the last run's port (a run uses the other one)
     # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
     # (how the judge's fallback check is tested).
     sinks_mptcp: bool = True
@@ -71,43 +76,52 @@ class RunContext:
         agent.request(op, **request)
         self.applied[(agent.host, op)] = request
 
-    def start_lead_s(self) -> float:
-        if not self.needed_leads:
+    def start_lead_s(self, prepared: bool) -> float:
+        """A prepared run without history of its own takes a starting one's (its round is shorter)."""
+        needed = self.needed_leads[prepared] or self.needed_leads[False]
+        if not needed:
             return START_LEAD_FIRST_S
-        return max(START_LEAD_MIN_S, *self.needed_leads)
+        return max(START_LEAD_MIN_S, *needed)
 
-    def ran(self, in_place_s: float) -> None:
+    def ran(self, in_place_s: float, prepared: bool) -> None:
         """A run's launch round and sources were all in place in_place_s after its T0 was set."""
-        self.needed_leads = [*self.needed_leads, 1.5 * in_place_s][-LEAD_RUNS:]
+        self.needed_leads[prepared] = [*self.needed_leads[prepared], 1.5 * in_place_s][-LEAD_RUNS:]
 
 
 def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
-def _sink_setting(ctx: RunContext, run: Run) -> tuple:
-    """What a run's sinks must have started with: their arguments and the receive buffer."""
-    return transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp), receive_buffer(run.rcvbuf_bytes)
+def take_port(ctx: RunContext, run: Run) -> bool:
+    """The run's port (the one the last run did not use) and whether its programs were prepared
+    during the last run's transfer (prepare_next): then its sinks listen and its sources wait."""
+    prepared, ctx.prepared = ctx.prepared, None  # a run that fails part-way leaves none assumed
+    ctx.port = transfers.other_port(ctx.port)
+    return prepared == run.run_id
 
 
-def sinks_needed(ctx: RunContext, run: Run) -> bool:
-    """Whether this run starts fresh sinks: not when the previous run already started the ones it
-    needs (collect_nodes starts them ahead)."""
-    ready, ctx.sinks_ready = ctx.sinks_ready, None  # a run that fails part-way leaves none assumed
-    return ready != _sink_setting(ctx, run)
+def start_sink(ctx: RunContext, run: Run, agent, port: int, ahead_s: float = 0.0) -> None:
+    """A transfer sink on a receiver (the agent forks it: it listens a few ms later), replacing
+    whatever waits under its port's key."""
+    agent.request("launch", key=transfers.sink_key(port), program="transfer", at=None,
+                  args=transfers.sink_args(run, ctx.limits, port, ctx.sinks_mptcp, ahead_s))
 
 
-def start_sink(ctx: RunContext, run: Run, agent) -> None:
-    """A fresh transfer sink on a receiver (the agent forks it: it listens a few ms later)."""
-    agent.request("launch", key=transfers.SINK_KEY, program="transfer", args=transfers.sink_args(run, ctx.limits, ctx.sinks_mptcp),
-                  at=None)
+def source_launch(ctx: RunContext, run: Run, host: str, port: int, t0: float | None) -> dict:
+    """The request that starts a sender's source for the run, at t0 itself, or held until
+    released (t0 None)."""
+    p = next(p for p in ctx.topo.pairs if p.sender == host)
+    bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
+                    else (p.sender_wifi.address, p.receiver_a.address))
+    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port, t0), **loss_aware_args(ctx, run, host)}
+    return {"op": "launch", "key": transfers.source_key(port), "program": "transfer", "args": args, "at": None}
 
 
-def wait_listening(agent) -> None:
+def wait_listening(agent, port: int) -> None:
     """Until the receiver's sink listens, or LISTEN_TIMEOUT_S (then the sources' connections fail
     and say why)."""
     deadline = time.monotonic() + LISTEN_TIMEOUT_S
-    while not agent.request("listening", port=transfers.PORT)["listening"] and time.monotonic() < deadline:
+    while not agent.request("listening", port=port)["listening"] and time.monotonic() < deadline:
         time.sleep(0.002)
 
 
@@ -121,23 +135,22 @@ def tx_delta(rows: list, ifname: str) -> int:
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
 
 
-def configure(ctx: RunContext, run: Run) -> None:
+def configure(ctx: RunContext, run: Run, prepared: bool) -> None:
     """Every node at once, each agent its own requests in turn (one round instead of one per
     request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
-    a listener keeps what it started with), listening before the round ends; each sender its
-    routing for the run's homing and backup path, and the rig's BPF CCs' initial ssthresh. Only
-    what changed is sent."""
+    a listener keeps what it started with), listening before the round ends, unless it was
+    prepared; each sender its routing for the run's homing and backup path, and the rig's BPF CCs'
+    initial ssthresh. Only what changed is sent."""
     receivers = {p.receiver for p in ctx.topo.pairs}
-    fresh_sinks = sinks_needed(ctx, run)
     ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
 
     def node(a) -> None:
         if a.host in receivers:
             ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes))
-            if fresh_sinks:
-                start_sink(ctx, run, a)
-            wait_listening(a)
+            if not prepared:
+                start_sink(ctx, run, a, ctx.port)
+                wait_listening(a, ctx.port)
             return
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
         if cc_params:
@@ -156,10 +169,11 @@ def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
             "loss_window_s": ctx.loss_aware.window_s}
 
 
-def start_sampling(ctx: RunContext, agent) -> None:
+def sampling(ctx: RunContext, host: str) -> dict:
+    """The request that starts a node's sampling: its interfaces' counters, a sender's sockets."""
     senders = {p.sender for p in ctx.topo.pairs}
-    agent.request("sample", ifaces=[i.ifname for i in ctx.topo.interfaces_of(agent.host)], hz=ctx.limits.sample_hz,
-                  ss_hz=ctx.limits.subflow_hz if agent.host in senders else 0)
+    return {"op": "sample", "ifaces": [i.ifname for i in ctx.topo.interfaces_of(host)], "hz": ctx.limits.sample_hz,
+            "ss_hz": ctx.limits.subflow_hz if host in senders else 0}
 
 
 def cut_lag_windows(ctx: RunContext, when: float) -> None:
@@ -180,45 +194,30 @@ class Launched:
     mib_before: dict  # sender -> counters
 
 
-def launch(ctx: RunContext, run: Run) -> Launched:
-    """T0, then one round of requests: each sender its source (forked to start at T0 itself),
-    its counters and its sampling; each receiver its sampling (its sink listens: configure waited
-    for it); then the run's events, each to act at its time."""
+def launch(ctx: RunContext, run: Run, prepared: bool) -> Launched:
+    """T0, then one round of requests: each sender its source (released if prepared, else forked,
+    each to start at T0 itself), its counters and its sampling; each receiver its sampling (its
+    sink listens: configure or prepare_next waited for it); then the run's events, each to act at
+    its time."""
     topo = ctx.topo
-    senders = {p.sender: p for p in topo.pairs}
+    senders = {p.sender for p in topo.pairs}
     set_at = time.time()
-    t0 = set_at + ctx.start_lead_s()
+    t0 = set_at + ctx.start_lead_s(prepared)
     cut_lag_windows(ctx, t0 - LAG_CUT_BEFORE_T0_S)
     mib_before = {}
 
     def node(agent) -> None:
-        p = senders.get(agent.host)
-        if p is not None:  # the source first: its start-up overlaps the rest of the round
-            bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
-                            else (p.sender_wifi.address, p.receiver_a.address))
-            args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), t0), **loss_aware_args(ctx, run, agent.host)}
-            agent.request("launch", key=transfers.SOURCE_KEY, program="transfer", args=args, at=None)
-            mib_before[agent.host] = agent.request("mib")  # the source sends nothing before T0
-        start_sampling(ctx, agent)
+        if agent.host in senders:  # the source first: its start-up overlaps the rest of the round
+            start = ({"op": "release", "key": transfers.source_key(ctx.port), "at": t0} if prepared
+                     else source_launch(ctx, run, agent.host, ctx.port, t0))
+            _, mib_before[agent.host], _ = agent.batch(start, {"op": "mib"}, sampling(ctx, agent.host))  # nothing sent before T0
+        else:
+            agent.batch(sampling(ctx, agent.host))
 
     ctx.agents.each(topo.nodes, node)
     # After the sampling: an agent's `sample` drops a timeline it still holds (a failed run's).
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
     return Launched(t0, set_at, time.time(), events, {s: mib_before[s] for s in senders})
-
-
-def wait_transfers(ctx: RunContext, run: Run) -> dict[str, dict]:
-    """Every node's program to its end, all at once: the senders' sources and the receivers' sinks
-    (a sink may take SINK_GRACE_S longer than its source). The agents' `wait` replies by host."""
-    timeout = transfers.run_timeout_s(run, ctx.limits)
-    senders = {p.sender for p in ctx.topo.pairs}
-
-    def wait(agent) -> dict:
-        if agent.host in senders:
-            return agent.request("wait", key=transfers.SOURCE_KEY, timeout=timeout)
-        return agent.request("wait", key=transfers.SINK_KEY, timeout=timeout + transfers.SINK_GRACE_S)
-
-    return ctx.agents.each(ctx.topo.nodes, wait)
 
 
 @dataclass
@@ -231,31 +230,67 @@ class Collected:
     clocks: dict  # host -> the clock's offset (none on a shared clock)
 
 
-def collect_nodes(ctx: RunContext, run: Run, t0: float) -> Collected:
-    """One round: every node its samples (sampling stops), each sender its counters; each
-    receiver starts the next run's sink (its start, a fork by the agent, then overlaps this run's
-    collection and storing; the next run uses it only when it needs that setting: sinks_needed);
-    on the lab every node its clock's offset (the transfer's timing is on
-    the nodes' clocks: the offsets bound an FCT's error)."""
+def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected]:
+    """One round, each node in one exchange: its program to its end (a sender's source, a
+    receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
+    stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
+    on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
+    pair's traffic, so its collection at its own program's end misses nothing of the run.
+    The `wait` replies by host, and what was collected."""
+    timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
-    mib_after, clocks = {}, {}
 
-    def node(agent) -> dict:
-        sampled = agent.request("unsample")
-        if agent.host in senders:
-            mib_after[agent.host] = agent.request("mib")
-        elif ctx.more_runs:
-            start_sink(ctx, run, agent)
+    def node(agent) -> list[dict]:
+        sender = agent.host in senders
+        wait = ({"op": "wait", "key": transfers.source_key(ctx.port), "timeout": timeout} if sender else
+                {"op": "wait", "key": transfers.sink_key(ctx.port), "timeout": timeout + transfers.SINK_GRACE_S})
+        requests = [wait, {"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
         if not ctx.shared_clock:
-            clocks[agent.host] = agent.request("clock")
-        return sampled
+            requests.append({"op": "clock"})
+        return agent.batch(*requests)
 
-    sampled = ctx.agents.each(ctx.topo.nodes, node)
-    if ctx.more_runs:
-        ctx.sinks_ready = _sink_setting(ctx, run)
-    return Collected(samples={h: r["samples"] for h, r in sampled.items()},
-                     subflows=of_this_run(subflow_rows({h: sampled[h]["ss"] for h in senders}), t0),
-                     mib_after={s: mib_after[s] for s in senders}, clocks={h: clocks[h] for h in ctx.topo.nodes if h in clocks})
+    replies = ctx.agents.each(ctx.topo.nodes, node)
+    hosts = ctx.topo.nodes
+    collected = Collected(
+        samples={h: replies[h][1]["samples"] for h in hosts},
+        subflows=of_this_run(subflow_rows({h: replies[h][1]["ss"] for h in senders}), t0),
+        mib_after={s: replies[s][2] for s in senders},
+        clocks={} if ctx.shared_clock else {h: replies[h][-1] for h in hosts})
+    return {h: replies[h][0] for h in hosts}, collected
+
+
+def can_prepare(ctx: RunContext, run: Run) -> bool:
+    """Whether the next run's programs can be started during this run's transfer without changing
+    anything this run's connections use: its receive buffer is this run's (the sysctl is read by
+    every socket's autotuning, running ones too), and it has no loss-aware policy (whose source
+    reads the endpoints' flags when it starts). Its routing is applied after this run: a held
+    source binds its sockets to their address only once released."""
+    nxt = ctx.next_run
+    return (nxt is not None and nxt.policy == "none"
+            and receive_buffer(nxt.rcvbuf_bytes) == receive_buffer(run.rcvbuf_bytes))
+
+
+def prepare_next(ctx: RunContext, run: Run, t0: float) -> None:
+    """During this run's transfer, one round: each receiver starts the next run's sink on the
+    other port and waits until it listens; each sender forks the next run's source, which
+    prepares its sockets and waits to be released with its T0 (launch). The next run's round
+    between the two transfers is then only the release, its counters and its sampling."""
+    if not can_prepare(ctx, run):
+        return
+    nxt, port = ctx.next_run, transfers.other_port(ctx.port)
+    time.sleep(max(0.0, t0 + PREPARE_AFTER_T0_S - time.time()))
+    senders = {p.sender for p in ctx.topo.pairs}
+    ahead_s = transfers.run_timeout_s(run, ctx.limits) + transfers.SINK_GRACE_S  # this run may take that long
+
+    def node(agent) -> None:
+        if agent.host in senders:
+            agent.batch(source_launch(ctx, nxt, agent.host, port, None))
+        else:
+            start_sink(ctx, nxt, agent, port, ahead_s)
+            wait_listening(agent, port)
+
+    ctx.agents.each(ctx.topo.nodes, node)
+    ctx.prepared = nxt.run_id
 
 
 def _event_summary(rows: list[dict]) -> dict | None:
@@ -328,21 +363,22 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    configure(ctx, run)
+    prepared = take_port(ctx, run)
+    configure(ctx, run, prepared)
     marks.append(("configure", time.monotonic()))
-    launched = launch(ctx, run)
+    launched = launch(ctx, run, prepared)
     t0, events, mib_before = launched.t0, launched.events, launched.mib_before
     marks.append(("schedule", time.monotonic()))
     if during is not None:
         during(t0)
+    prepare_next(ctx, run, t0)
 
-    ended = wait_transfers(ctx, run)
+    ended, nodes = finish(ctx, run, t0)
     t_end = time.time()
     for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
         radio.flush_lag()
     marks.append(("transfer", time.monotonic()))
 
-    nodes = collect_nodes(ctx, run, t0)
     event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
     for radio in ctx.radios.values():
         radio.wait_lag(t_end)
@@ -350,7 +386,7 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
     sources = {s: ended[s] for s in senders}
     sinks = {s: ended[by_sender[s].receiver] for s in senders}
-    ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
+    ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at, prepared)
     reports, pairs, done = {}, [], {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
@@ -360,7 +396,7 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
 
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets))
-    details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before)
+    details = {**_details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before), "prepared": prepared}
     timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),

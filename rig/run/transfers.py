@@ -13,9 +13,22 @@ from dataclasses import dataclass
 
 from rig.spec import Limits, Run
 
-SINK_KEY, SOURCE_KEY = "transfer-sink", "transfer-source"
-PORT = 5301
+# A run's transfers use one port, the next run's (prepared while it transfers) the other; each
+# port's programs have their own keys at the agents.
+PORTS = (5301, 5302)
 SINK_GRACE_S = 10.0  # a sink waits this much longer than its sources may take
+
+
+def other_port(port: int) -> int:
+    return PORTS[1] if port == PORTS[0] else PORTS[0]
+
+
+def sink_key(port: int) -> str:
+    return f"transfer-sink-{port}"
+
+
+def source_key(port: int) -> str:
+    return f"transfer-source-{port}"
 
 
 @dataclass(frozen=True)
@@ -42,16 +55,20 @@ def run_timeout_s(run: Run, limits: Limits) -> float:
     return limits.run_timeout_s + (run.duration_s or 0.0)
 
 
-def sink_args(run: Run, limits: Limits, mptcp: bool = True) -> dict:
-    return {"mode": "sink", "port": PORT, "connections": run.connections, "timeout_s": run_timeout_s(run, limits) + SINK_GRACE_S,
-            "mptcp": mptcp, "interval_ms": 1000 / limits.series_hz}
+def sink_args(run: Run, limits: Limits, port: int, mptcp: bool = True, ahead_s: float = 0.0) -> dict:
+    """A run's sink; `ahead_s`: how long it may listen before its run starts (prepared ahead)."""
+    return {"mode": "sink", "port": port, "connections": run.connections,
+            "timeout_s": run_timeout_s(run, limits) + SINK_GRACE_S + ahead_s, "mptcp": mptcp,
+            "interval_ms": 1000 / limits.series_hz}
 
 
-def source_args(run: Run, limits: Limits, bind: str, target: str, t0: float) -> dict:
-    # The source starts at t0 itself (it is launched ahead, so its start-up is not in the timing).
+def source_args(run: Run, limits: Limits, bind: str, target: str, port: int, t0: float | None) -> dict:
+    """A run's source: it starts at t0 itself (launched ahead, so its start-up is not in the
+    timing), or, with t0 None, is held with its sockets prepared until released with its T0."""
     amount = {"seconds": run.duration_s} if run.time_based else {"bytes": run.volume_bytes}
-    return {"mode": "source", "port": PORT, "connections": run.connections, "target": target, "bind": bind,
-            **amount, "cc": run.cc, "at": t0, "sample_ms": 1000 / limits.series_hz}
+    when = {"hold": True} if t0 is None else {"at": t0}
+    return {"mode": "source", "port": port, "connections": run.connections, "target": target, "bind": bind,
+            **amount, "cc": run.cc, **when, "sample_ms": 1000 / limits.series_hz}
 
 
 def _report(result: dict, who: str) -> tuple[dict, str | None]:

@@ -30,9 +30,24 @@ _LOCK = threading.Lock()
 class Child:
     """A forked transfer: its pid and its output, read to the end by communicate()."""
 
-    def __init__(self, pid: int, out_fd: int, err_fd: int):
+    def __init__(self, pid: int, out_fd: int, err_fd: int, in_fd: int | None = None):
         self.pid, self._fds = pid, {out_fd: bytearray(), err_fd: bytearray()}
         self._out, self._err = out_fd, err_fd
+        self._in = in_fd  # a held source's stdin: its start time is written there
+        self._in_lock = threading.Lock()  # written by a request, closed by communicate(): once
+
+    def write_line(self, text: str) -> None:
+        """One line to the child's stdin, which is then closed (a child that has exited ignores it)."""
+        with self._in_lock:
+            fd, self._in = self._in, None
+        if fd is None:
+            return
+        try:
+            os.write(fd, (text + "\n").encode())
+        except BrokenPipeError:
+            pass
+        finally:
+            os.close(fd)
 
     def communicate(self) -> tuple[bytes, bytes, int]:
         """(stdout, stderr, exit status) once the child has exited; -N if a signal N ended it."""
@@ -50,34 +65,42 @@ class Child:
                         os.close(key.fd)
                         open_fds -= 1
         _, status = os.waitpid(self.pid, 0)
+        with self._in_lock:
+            fd, self._in = self._in, None
+        if fd is not None:
+            os.close(fd)
         return bytes(self._fds[self._out]), bytes(self._fds[self._err]), os.waitstatus_to_exitcode(status)
 
 
-def start(args: list[str]) -> Child:
-    """Fork a child that runs rig_transfer.main(args) (args as after `rig_transfer.py`)."""
+def start(args: list[str], stdin: bool = False) -> Child:
+    """Fork a child that runs rig_transfer.main(args) (args as after `rig_transfer.py`); with
+    `stdin`, its stdin is a pipe the agent writes to (Child.write_line), else /dev/null."""
     with _LOCK:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
+        in_r, in_w = os.pipe() if stdin else (None, None)
         pid = os.fork()
         if pid == 0:
-            _child(rig_transfer.main, args, out_w, err_w)  # does not return
+            _child(rig_transfer.main, args, out_w, err_w, in_r)  # does not return
         os.close(out_w)
         os.close(err_w)
-    return Child(pid, out_r, err_r)
+        if in_r is not None:
+            os.close(in_r)
+    return Child(pid, out_r, err_r, in_w)
 
 
-def _child(main, args: list[str], out_w: int, err_w: int) -> None:
+def _child(main, args: list[str], out_w: int, err_w: int, in_r: int | None = None) -> None:
     rc = 1
     try:
         # The agent's objects stay as they are: never collected here (their descriptors are
         # closed below, and closing one again could close a socket of the transfer's).
         gc.freeze()
         os.setsid()
-        null = os.open(os.devnull, os.O_RDONLY)
-        os.dup2(null, 0)
+        os.dup2(os.open(os.devnull, os.O_RDONLY) if in_r is None else in_r, 0)
         os.dup2(out_w, 1)
         os.dup2(err_w, 2)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the agent's requests, other programs' pipes
+        sys.stdin = open(0, "r", closefd=False)
         sys.stdout = open(1, "w", closefd=False)
         sys.stderr = open(2, "w", closefd=False)
         with open("/proc/self/comm", "w") as f:

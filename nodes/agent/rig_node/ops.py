@@ -25,9 +25,10 @@ class Agent:
         self.timeline: timeline.Timeline | None = None
         self.handlers = {
             "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
-            "launch": self.launch, "wait": self.wait, "alive": self.alive, "stop": self.stop,
+            "launch": self.launch, "release": self.release, "wait": self.wait, "alive": self.alive, "stop": self.stop,
             "stop_strays": self.stop_strays, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
             "timeline": self.start_timeline, "timeline_log": self.timeline_log, "cc_params": ccparams.request,
+            "batch": self.batch,
         }
 
     def handle(self, req: object) -> dict:
@@ -38,6 +39,24 @@ class Agent:
         if handler is None:
             raise Refused(f"op {op!r} is not one the agent answers ({', '.join(sorted(self.handlers))}, quit)")
         return handler(req)
+
+    def batch(self, req: dict) -> dict:
+        """Several requests in order, in one exchange (on the lab: one round trip over SSH). The
+        first that fails ends the batch with its error (the ones before it have acted)."""
+        v.only(req, {"op", "requests"}, "batch")
+        requests = v.listed(v.need(req, "requests", "batch"), "batch.requests", 16)
+        for r in requests:  # checked before any of them acts
+            if not isinstance(r, dict) or r.get("op") in ("batch", "quit"):
+                raise Refused(f"batch: {r!r:.60} cannot be in a batch")
+        replies = []
+        for r in requests:
+            try:
+                replies.append(self.handle(r))
+            except Refused:
+                raise
+            except Exception as e:  # which request failed, with its own error
+                raise RuntimeError(f"{r['op']}: {type(e).__name__}: {e}") from e
+        return {"replies": replies}
 
     def hello(self, req: dict) -> dict:
         v.only(req, {"op"}, "hello")
@@ -83,6 +102,16 @@ class Agent:
         if old:
             old.stop()
         self.launches[key] = Launch(argv, at, forked=program == "transfer")  # the agent's own code: forked
+        return {}
+
+    def release(self, req: dict) -> dict:
+        """A held transfer (launched with `hold`) gets its start time `at` (unix time)."""
+        v.only(req, {"op", "key", "at"}, "release")
+        key, launch = self._launch(req, "release")
+        if launch is None or not launch.held:
+            raise Refused(f"release: nothing held was launched as {key!r}")
+        now = time.time()
+        launch.release(v.number(v.need(req, "at", "release"), "release.at", now - 60, now + 3600))
         return {}
 
     def _launch(self, req: dict, what: str) -> tuple[str, Launch | None]:

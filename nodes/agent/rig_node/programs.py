@@ -48,8 +48,9 @@ TRANSFER = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file_
 def transfer(args: dict) -> list[str]:
     """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives. A source
     samples its subflows every `sample_ms`; `loss_aware` ({local address: loss fraction}) with
-    `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy)."""
-    v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "timeout_s",
+    `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy).
+    A source with `hold` prepares its sockets and waits for its start time (the `release` op)."""
+    v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "hold", "timeout_s",
                   "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
     # The command line the program takes; the agent runs it in a fork of itself (rig_node.forked),
@@ -73,9 +74,13 @@ def transfer(args: dict) -> list[str]:
         argv += ["--seconds", str(v.number(args["seconds"], "transfer.seconds", 0.1, 86400))]
     if "cc" in args:
         argv += ["--cc", v.cc_name(args["cc"], "transfer.cc")]
+    if "at" in args and args.get("hold"):
+        raise v.Refused("transfer: give at most one of at and hold")
     if "at" in args:
         now = time.time()
         argv += ["--at", repr(v.number(args["at"], "transfer.at", now - 60, now + 3600))]
+    if v.boolean(args.get("hold", False), "transfer.hold"):
+        argv.append("--hold")
     if "sample_ms" in args:
         argv += ["--sample-ms", str(v.number(args["sample_ms"], "transfer.sample_ms", 10, 10000))]
     if "loss_aware" in args:
@@ -138,7 +143,10 @@ class Launch:
     def __init__(self, argv: list[str], at: float | None, forked: bool = False):
         self.argv, self.at, self.forked = argv, at, forked
         self.proc: subprocess.Popen | None = None
+        self.child: forked.Child | None = None
         self.pid: int | None = None
+        self.held = forked and "--hold" in argv
+        self._forked = threading.Event()  # set once the program runs (or could not start)
         self.result: dict | None = None
         self.done = threading.Event()
         self._cancelled = threading.Event()
@@ -155,9 +163,10 @@ class Launch:
             if self._cancelled.is_set():
                 raise OSError("stopped before its start")
             if self.forked:
-                child = forked.start(self.argv[self.argv.index(TRANSFER) + 1:])
-                self.pid = child.pid
-                out, err, rc = child.communicate()
+                self.child = forked.start(self.argv[self.argv.index(TRANSFER) + 1:], stdin=self.held)
+                self.pid = self.child.pid
+                self._forked.set()
+                out, err, rc = self.child.communicate()
             else:
                 self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
                 self.pid = self.proc.pid
@@ -165,11 +174,18 @@ class Launch:
                 rc = self.proc.returncode
         except OSError as e:
             out, err, rc = b"", str(e).encode(), 127
+        self._forked.set()
         self.result = {
             "started_at": started, "ended_at": time.time(), "rc": rc,
             "stdout": out.decode(errors="replace"), "stderr": err.decode(errors="replace")[-4000:],
         }
         self.done.set()
+
+    def release(self, at: float) -> None:
+        """A held transfer's start time (its stdin); it starts at `at` itself."""
+        self._forked.wait(STOP_GRACE_S)
+        if self.child is not None:
+            self.child.write_line(repr(at))
 
     def stop(self) -> None:
         self._cancelled.set()

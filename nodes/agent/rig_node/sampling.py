@@ -43,7 +43,10 @@ class Sampler:
         self.ss.append([time.time(), out])
 
     def _loop(self) -> None:
-        next_t = next_ss = time.monotonic()
+        next_t = time.monotonic()
+        # The sockets a period after the start, not at it: a run's sampling starts just before
+        # its T0, when its sockets do not exist yet and starting `ss` would only take the CPU.
+        next_ss = next_t + (self.ss_period or 0.0)
         while not self._stop.is_set():
             self._once()
             if self.ss_period and time.monotonic() >= next_ss:
