@@ -23,8 +23,8 @@ from rig.profiles import lte_profile, wifi_profile
 from rig.spec import Impairment
 
 # Per run: configure, launch, T0 lead, collect, judge (docs/measurements, overhead budget):
-# 31, 95 and 165 ms at 1, 5 and 9 pairs on an idle 2-core host.
-RUN_OVERHEAD_S, RUN_OVERHEAD_PER_PAIR_S = 0.015, 0.017
+# 19, 21 and 37 ms at 1, 5 and 9 pairs on an idle 2-core host.
+RUN_OVERHEAD_S, RUN_OVERHEAD_PER_PAIR_S = 0.015, 0.0025
 RADIO_REBUILD_S = 0.2  # restart the block's changed radio processes and route the receivers
 TCP_EFFICIENCY = 0.85  # goodput / link rate, headers included
 MSS_BYTES, INITIAL_WINDOW = 1448, 10

@@ -140,7 +140,8 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> None:
     request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
     a listener keeps what it started with), listening before the round ends, unless it was
     prepared; each sender its routing for the run's homing and backup path, and the rig's BPF CCs'
-    initial ssthresh. Only what changed is sent."""
+    initial ssthresh, and, unless prepared, a source held for another run is stopped (here, not in
+    the launch round, whose time is in T0's lead). Only what changed is sent."""
     receivers = {p.receiver for p in ctx.topo.pairs}
     ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
@@ -152,6 +153,8 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> None:
                 start_sink(ctx, run, a, ctx.port)
                 wait_listening(a, ctx.port)
             return
+        if not prepared:
+            a.request("stop", key=transfers.source_key(ctx.port))
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
         if cc_params:
             ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
