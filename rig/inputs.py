@@ -45,7 +45,7 @@ def _readable(f: Path) -> None:
         elif f.suffix == ".yaml":
             load_yaml(f.read_text(), str(f))
         elif f.suffix == ".parquet":
-            import pyarrow.parquet as pq
+            import pyarrow.parquet as pq  # only here: the CLI's input checks start without pyarrow
 
             pq.read_metadata(f)
     except json.JSONDecodeError as e:

@@ -27,7 +27,13 @@ from pathlib import Path
 
 import click
 
+from rig.campaign.cli import host_cc_problems
+from rig.campaign.plan import load_plan
 from rig.errors import InputError, RigError
+from rig.export import export_campaign
+from rig.influx import sink_from_env, sync
+from rig.lab import load_lab
+from rig.report.page import write_report
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STAMP = "%Y%m%d-%H%M%S"
@@ -156,9 +162,6 @@ def prune_exports(exports: Path, name: str, keep: int) -> list[Path]:
 
 def run_nightly(settings: Settings, name: str) -> Path:
     """Run the campaign, export and report it; returns the export directory."""
-    from rig.campaign.cli import host_cc_problems
-    from rig.campaign.plan import load_plan
-    from rig.lab import load_lab
 
     file = campaign_file(settings, name)
     plan = load_plan(file)  # bad input: one line, before the lock or any directory
@@ -169,9 +172,6 @@ def run_nightly(settings: Settings, name: str) -> Path:
     if problems:  # the runner would refuse them after the lock and the results directory
         raise InputError(str(file), *problems[0])
     # imported once the input passed: Parquet, InfluxDB and matplotlib are not needed to refuse it
-    from rig.export import export_campaign
-    from rig.influx import sink_from_env, sync
-    from rig.report.page import write_report
 
     with exclusive_lock(settings.lock):
         settings.results.mkdir(parents=True, exist_ok=True)

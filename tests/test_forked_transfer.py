@@ -110,4 +110,5 @@ def test_a_held_source_is_stopped_like_any_program():
                         "bytes": 1000, "hold": True})
     _comm(source)
     source.stop()
-    assert source.done.wait(5) and source.result["rc"] == 143  # SIGTERM unwinds the source
+    # TERM unwinds the source (143), or ends it at once if it came before its handler was set
+    assert source.done.wait(5) and source.result["rc"] in (143, -15)

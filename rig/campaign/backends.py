@@ -18,9 +18,11 @@ from rig.campaign.model import Campaign, Limits
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.topology import Topology
 from rig.errors import InputError, RigError
+from rig.lab import CONTROL_DIR, NODE_CC_FIX, check_clocks, lab_topology, lab_transport, load_lab, node_cc_facts
 from rig.paths import node_plan
 from rig.run.agents import AgentPool
 from rig.run.execute import RunContext
+from rig.run.timeline import check_for_lab
 from rig.transport.netns import NetnsTransport
 
 RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
@@ -136,7 +138,6 @@ class LabBackend:
     `ansible-playbook -i {inventory} ansible/setup.yml -e rig_setup={setup}`."""
 
     def __init__(self, inventory: Path, state_dir: Path | None = None):
-        from rig.lab import CONTROL_DIR, load_lab
 
         self.inventory = Path(inventory)
         self.lab = load_lab(self.inventory)
@@ -146,8 +147,6 @@ class LabBackend:
         self.current: tuple | None = None
 
     def check(self, campaign: Campaign, source: str) -> None:
-        from rig.lab import NODE_CC_FIX, check_clocks, lab_topology, node_cc_facts
-        from rig.run.timeline import check_for_lab
 
         check_for_lab(campaign.events, source)
         # every needed host variable is there, for each setup
@@ -178,7 +177,6 @@ class LabBackend:
             raise RigError(f"${RECONFIGURE_ENV} failed for Setup {settings.setup}: {(p.stderr or p.stdout).strip()[-400:]}")
 
     def block(self, settings: RadioSettings, limits: Limits) -> RunContext:
-        from rig.lab import lab_topology, lab_transport
 
         key = (settings.setup, settings.wifi_standard)
         if key != self.current:  # the first block too: the lab may be wired for something else

@@ -13,6 +13,8 @@ from typing import Literal
 
 from pydantic import Field, ValidationError, field_validator, model_validator
 
+from rig.congestion.kernel import RIG_CCS
+from rig.emu.traces import load_trace, trace_path
 from rig.errors import InputError
 from rig.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
 from rig.topology import SETUPS, Setup
@@ -213,8 +215,6 @@ def check_events(campaign: Campaign, source: str) -> None:
     """What the models cannot check alone: pair indices in range, traces that parse, a fixed
     initial ssthresh only with congestion controls that honour it, a path's loss from 0 s given
     once (an event or a loss factor)."""
-    from rig.congestion.kernel import RIG_CCS
-    from rig.emu.traces import load_trace, trace_path
 
     if campaign.tcp.initial_ssthresh is not None:
         other = [cc for cc in campaign.factors.cc if cc not in RIG_CCS]

@@ -16,8 +16,9 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
 
-from rig.campaign.model import GRID_FACTORS, Campaign
+from rig.campaign.model import GRID_FACTORS, Campaign, load_campaign
 from rig.errors import InputError
+from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
 from rig.spec import Run
 from rig.units import format_duration, format_size
 
@@ -75,7 +76,6 @@ def _run_id(levels: dict, repetition: int) -> str:
 
 def check_profiles(campaign: Campaign, source: str) -> None:
     """Every radio profile the campaign names exists and is valid (a bad profile file is named)."""
-    from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
 
     known = set(wifi_profiles())
     for i, std in enumerate(campaign.factors.wifi_standard):
@@ -128,6 +128,5 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
 
 def load_plan(path) -> Plan:
     """The campaign file at `path`, validated and expanded (rig.campaign.model.load_campaign + expand)."""
-    from rig.campaign.model import load_campaign
 
     return expand(load_campaign(path), str(path))

@@ -52,8 +52,9 @@ def emu() -> None:
 @click.option("--pairs", type=click.IntRange(1, 9), default=5, show_default=True)
 @prefix_option
 @click.option("--ssh", is_flag=True, help="Also a management network and an sshd per node (Ansible, SSH transport).")
-@click.option("--radios", type=click.Choice(["links", "simulated", "models"]), default="links", show_default=True,
-              help="Per-path links with a shared medium, or ns-3's LTE cell and WiFi BSSs.")
+@click.option("--radios", type=click.Choice(["links", "simulated", "models"]), default="models", show_default=True,
+              help="The rig's radio models (a campaign's default), per-path links with a shared medium, or "
+                   "ns-3's LTE cell and WiFi BSSs.")
 def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str, ssh: bool, radios: str) -> None:
     """Create the namespaces, the core and the radios, and address the nodes."""
     from rig.emu.rig import EmulatedRig, RadioSettings

@@ -26,7 +26,12 @@ from typing import Callable
 from rig.emu import impairments, netns
 from rig.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
                               attachments_of, gateway_address, topology)
+from rig.emu import mgmt
+from rig.emu.radio import LteCell, LteTtiCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss, stop_all
 from rig.errors import RigError
+from rig.profiles import lte_profile, wifi_profile
+from rig.transport.netns import AGENT
+from rig.transport.ssh import SshTransport
 
 DEFAULT_PREFIX = "rig"
 STATE_ROOT = Path("/run/rig")
@@ -49,8 +54,6 @@ class RadioSettings:
 def _profile_pipe(kind: str, settings: RadioSettings):
     """A station link of the `links` radios as the profile describes it, and the medium's rate
     (raised to the fastest hop a campaign's impairments ask for)."""
-    from rig.emu.radio import Pipe
-    from rig.profiles import lte_profile, wifi_profile
 
     emu = (wifi_profile(settings.wifi_standard) if kind == "wifi" else lte_profile(settings.lte_profile)).emulation
     pipe = Pipe(rate_bps=emu.rate_bps, delay_s=emu.delay_ms / 1000, jitter_s=emu.jitter_ms / 1000, loss=emu.loss_pct / 100)
@@ -67,8 +70,6 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: 
     stations' (up, down) links: the whole link on `links` radios, impairments on top of ns-3's.
     Every TAP is opened in its host's namespace `ns(host)` under its interface's name there
     (radio0 on the gateway host)."""
-    from rig.emu.radio import LteCell, LteTtiCell, RadioNetworkSpec, Station, WifiBss
-    from rig.profiles import lte_profile, wifi_profile
 
     gateway_tap = _tap_name(network, None)
     gateway = {"gateway_tap": gateway_tap, "gateway_netns": ns(GATEWAY_HOST[network]), "gateway_ifname": "radio0"}
@@ -99,7 +100,6 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: 
 def _station_pipes(network: str, kind: str, stations: list[RadioInterface], settings: RadioSettings,
                    hop_of: dict) -> tuple[list[tuple], list[dict]]:
     """Each station's (up, down) pipes, and the rows that record what is in force on each hop."""
-    from rig.emu.radio import Pipe
 
     base = _profile_pipe(kind, settings)[0] if settings.model == "links" else Pipe(rate_bps=0, delay_s=0)
     pipes = [impairments.station_pipes(base, hop_of.get((s.host, s.ifname)), settings.impairments) for s in stations]
@@ -188,8 +188,6 @@ class EmulatedRig:
         return self.topo
 
     def _start_ssh(self, hosts: list[str]) -> None:
-        from rig.emu import mgmt
-        from rig.transport.netns import AGENT
 
         mgmt.wire_management(self.prefix, hosts)
         keys = mgmt.SshKeys(self.state_dir)
@@ -206,9 +204,6 @@ class EmulatedRig:
 
         With the runner's key (the default) a node runs the agent its authorized_keys names,
         whatever is asked; provisioning=True logs in with the key that gets a shell (Ansible, tests)."""
-        from rig.emu import mgmt
-        from rig.transport.netns import AGENT
-        from rig.transport.ssh import SshTransport
 
         assert self.topo is not None
         keys = mgmt.SshKeys(self.state_dir)
@@ -257,7 +252,6 @@ class EmulatedRig:
         need and the running ones do not have spawned, not waited for. Returns (spawned: network
         -> RadioProcess, wanted: network -> (spec, stations)) for _finish_radios. strays=False:
         the radio namespace is new, no earlier emulator can run in it."""
-        from rig.emu.radio import RadioProcess
 
         self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
         hop_of = impairments.hop_names(self.topo)
@@ -300,7 +294,6 @@ class EmulatedRig:
 
     @staticmethod
     def _stop(procs: list) -> None:
-        from rig.emu.radio import stop_all
 
         stop_all(procs)
 
