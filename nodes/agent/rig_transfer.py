@@ -26,8 +26,9 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       --hold: the sockets are prepared (created, given the CC), then the start time is read from
       stdin (one line, unix time; the node agent's `release` writes it), and then they are bound
       to --bind: a run's sources are prepared while the run before it transfers, under that run's
-      routing plan, which may not have the address. ready_at is then when the start time was read. At end of input
-      without one, nothing is sent and the report says the source was never released.
+      routing plan, which may not have the address. ready_at is then when the start time was
+      read. At end of input without one, nothing is sent and the report says the source was
+      never released.
       subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
       receiver has closed. t is when the read returned (unix s); local and remote "ip:port";

@@ -399,7 +399,7 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
 
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets))
-    details = {**_details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before), "prepared": prepared}
+    details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
     timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
@@ -409,9 +409,10 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
 
 
 def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collected, event_rows: list, verdict: Verdict,
-             marks: list, mib_before: dict) -> dict:
+             marks: list, mib_before: dict, prepared: bool) -> dict:
     """The run's status.json details: T0 and the senders' start, the transfer's span, the lag,
-    the clocks, the events, where the run's time went, the MPTCP counters that moved."""
+    the clocks, the events, where the run's time went (and whether its programs were prepared
+    during the run before), the MPTCP counters that moved."""
     starts = {s: t.started_at for s, t in done.items() if t.started_at}
     ends = [t.last_byte_at for t in done.values() if t.last_byte_at]
     mib_after = nodes.mib_after
@@ -428,6 +429,7 @@ def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collecte
         "lagged": verdict.lagged,
         "subflow_ccs": ccs_by_host(nodes.subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
+        "prepared": prepared,
         "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
                           if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in mib_after},
     }

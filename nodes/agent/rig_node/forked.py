@@ -36,10 +36,15 @@ class Child:
         self._in = in_fd  # a held source's stdin: its start time is written there
         self._in_lock = threading.Lock()  # written by a request, closed by communicate(): once
 
-    def write_line(self, text: str) -> None:
-        """One line to the child's stdin, which is then closed (a child that has exited ignores it)."""
+    def _take_stdin(self) -> int | None:
+        """The stdin pipe's write end, once: whoever takes it closes it."""
         with self._in_lock:
             fd, self._in = self._in, None
+        return fd
+
+    def write_line(self, text: str) -> None:
+        """One line to the child's stdin, which is then closed (a child that has exited ignores it)."""
+        fd = self._take_stdin()
         if fd is None:
             return
         try:
@@ -65,9 +70,7 @@ class Child:
                         os.close(key.fd)
                         open_fds -= 1
         _, status = os.waitpid(self.pid, 0)
-        with self._in_lock:
-            fd, self._in = self._in, None
-        if fd is not None:
+        if (fd := self._take_stdin()) is not None:
             os.close(fd)
         return bytes(self._fds[self._out]), bytes(self._fds[self._err]), os.waitstatus_to_exitcode(status)
 
