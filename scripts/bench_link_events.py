@@ -25,7 +25,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rig.emu.control import PipeChange  # noqa: E402
-from rig.emu.radio import Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss  # noqa: E402
+from rig.emu.radio import RadioProcess  # noqa: E402
+from rig.emu.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss  # noqa: E402
 
 SUBNET = "10.215.0"
 

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from calibration_runs import run_cases  # puts the repository on sys.path
 
-from rig.emu.radio import LteCell, LteTtiCell, lte_tti_config
+from rig.emu.radiospec import LteCell, LteTtiCell, lte_tti_config
 from rig.profiles import lte_profile, lte_profiles
 
 RLC_BUFFER_BYTES = 256 * 1024  # both models' per-UE RLC buffer (kind lte's default)

@@ -40,7 +40,8 @@ from pathlib import Path
 
 from calibration_runs import emulator, run_cases  # puts the repository on sys.path
 
-from rig.emu.radio import Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss, _wifi_channel
+from rig.emu.radio import RadioProcess
+from rig.emu.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss, _wifi_channel
 from rig.profiles import wifi_profile
 
 PACKET_BYTES = 1500

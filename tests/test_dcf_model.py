@@ -18,7 +18,8 @@ import pytest
 
 from fixtures.radio_net import SUBNET, star
 from fixtures.radio_traffic import NO_IMPAIRMENT, iperf_server
-from rig.emu.radio import RadioNetworkSpec, RadioProcess, Station, WifiBss
+from rig.emu.radio import RadioProcess
+from rig.emu.radiospec import RadioNetworkSpec, Station, WifiBss
 from rig.errors import RigError
 
 pytestmark = [

@@ -16,7 +16,7 @@ from rig.campaign.backends import configure_setup
 from rig.campaign.model import Limits, parse_campaign
 from rig.campaign.plan import expand
 from rig.emu import impairments
-from rig.emu.radio import Pipe
+from rig.emu.radiospec import Pipe
 from rig.emu.rig import EmulatedRig, RadioSettings
 from rig.topology import topology
 from rig.errors import InputError

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from rig.emu.control import PipeChange
-from rig.emu.radio import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
+from rig.emu.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
 from rig.emu.traces import load_trace
 from rig.errors import InputError, RigError
 from fixtures.radio_net import SUBNET, UE_SUBNET, cell, star

@@ -192,7 +192,7 @@ def test_a_loss_level_is_the_runs_loss_event_from_t0():
 
 def test_a_rate_level_sets_both_sender_links():
     from rig.emu.impairments import station_pipes, with_link_rate
-    from rig.emu.radio import Pipe
+    from rig.emu.radiospec import Pipe
 
     hops = {"wifi": {"delay_ms": 5, "rate_bps": 30e6, "direction": "up"}, "receiver_a": {"delay_ms": 1}}
     assert with_link_rate(hops, None) is hops

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from rig.emu.radio import Pipe
+from rig.emu.radiospec import Pipe
 from rig.topology import RadioInterface, Topology
 
 HOPS = ("wifi", "lte", "receiver_a", "receiver_b")

@@ -27,7 +27,8 @@ from rig.emu import impairments, netns
 from rig.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
                               attachments_of, gateway_address, topology)
 from rig.emu import mgmt
-from rig.emu.radio import LteCell, LteTtiCell, Pipe, RadioNetworkSpec, RadioProcess, Station, WifiBss, stop_all
+from rig.emu.radio import RadioProcess, stop_all
+from rig.emu.radiospec import LteCell, LteTtiCell, Pipe, RadioNetworkSpec, Station, WifiBss
 from rig.errors import RigError
 from rig.profiles import lte_profile, wifi_profile
 from rig.transport.netns import AGENT

@@ -1,4 +1,4 @@
-// Minimal JSON reader for the emulator's config file (written by rig/emu/radio.py).
+// Minimal JSON reader for the emulator's config file (written by rig/emu/radiospec.py).
 // Only what the config needs: objects, arrays, numbers, strings, booleans, null.
 #pragma once
 
