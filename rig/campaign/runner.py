@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import signal
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -194,15 +195,16 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
                                    f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
                 if record.status == "failed" and fault is None:
-                    ctx.applied.clear()  # nothing is assumed about the nodes' state
-                    ctx.prepared = None
+                    ctx.assume_nothing()
     finally:
-        try:
-            recorder.flush()
-            if store.rows():  # every recorded run, also when the campaign stops early
-                store.write_runs_table()
-        finally:
-            backend.close()
+        with ThreadPoolExecutor(max_workers=1) as pool:
+            closed = pool.submit(backend.close)  # the rig comes down while the last run is stored
+            try:
+                recorder.flush()
+                if store.rows():  # every recorded run, also when the campaign stops early
+                    store.write_runs_table()
+            finally:
+                closed.result()
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
 
 
