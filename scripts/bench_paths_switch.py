@@ -37,6 +37,7 @@ from rig.emu import netns as rig_netns  # noqa: E402
 from rig.paths import node_plan  # noqa: E402
 from rig.run.agents import AgentPool  # noqa: E402
 from rig.topology import topology  # noqa: E402
+from rig.transport import popen_agent  # noqa: E402
 from rig.transport.netns import AGENT, NetnsTransport  # noqa: E402
 
 SWITCHES = [("dual", "lte"), ("lte", "wifi"), ("wifi", "dual")]
@@ -47,8 +48,8 @@ class Transport(NetnsTransport):
         super().__init__(prefix)
         self.agent = agent
 
-    def agent_argv(self, host: str) -> list[str]:
-        return self.argv(host, [sys.executable, "-u", "-I", str(self.agent)])
+    def start_agent(self, host: str):
+        return popen_agent(self.argv(host, [sys.executable, "-u", "-I", str(self.agent)]))
 
 
 def make_node(prefix: str, host: str, plan: dict) -> None:

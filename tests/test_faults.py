@@ -114,8 +114,8 @@ def _wait_for_transfer(proc: subprocess.Popen, prefix: str, host: str = "s1", no
 
 
 def _agent(prefix: str, host: str, runner_pid: int) -> int:
-    """The node agent of `host`: the runner's child process in the host's namespace."""
-    agents = [pid for pid in netns.pids(f"{prefix}-{host}") if _ppid(pid) == runner_pid]
+    """The node agent of `host`: in the host's namespace, forked by the runner's agent spawner."""
+    agents = [pid for pid in netns.pids(f"{prefix}-{host}") if _ppid(_ppid(pid)) == runner_pid]
     assert len(agents) == 1, agents
     return agents[0]
 

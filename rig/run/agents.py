@@ -27,10 +27,7 @@ class AgentClient:
         self._lock = threading.Lock()
         self._lost = False
         self._over_ssh = transport.name == "ssh"
-        self._proc = subprocess.Popen(
-            transport.agent_argv(host), stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            text=True, bufsize=1,
-        )
+        self._proc = transport.start_agent(host)
         try:
             self.request("hello")
         except Exception:

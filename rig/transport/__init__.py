@@ -7,6 +7,7 @@ same for both.
 
 from __future__ import annotations
 
+import subprocess
 from typing import Protocol
 
 
@@ -16,5 +17,12 @@ class Transport(Protocol):
     def argv(self, host: str, argv: list[str]) -> list[str]:
         """The local command line that runs `argv` on `host`."""
 
-    def agent_argv(self, host: str) -> list[str]:
-        """The local command line that starts the node agent on `host`."""
+    def start_agent(self, host: str):
+        """The node agent on `host`, started: a process with what rig.run.agents uses of a Popen
+        (text stdin, stdout and stderr, pid, returncode, poll, wait, kill)."""
+
+
+def popen_agent(argv: list[str]) -> subprocess.Popen:
+    """A node agent started as the local command line `argv`."""
+    return subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, bufsize=1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import sys
 
+from rig.transport import popen_agent
 from rig.transport.netns import AGENT
 
 
@@ -14,5 +15,5 @@ class LocalTransport:
     def argv(self, host: str, argv: list[str]) -> list[str]:
         return list(argv)
 
-    def agent_argv(self, host: str) -> list[str]:
-        return [sys.executable, "-u", "-I", "-S", str(AGENT)]  # the agent is standard library only
+    def start_agent(self, host: str):
+        return popen_agent([sys.executable, "-u", "-I", "-S", str(AGENT)])  # the agent is standard library only

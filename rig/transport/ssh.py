@@ -19,6 +19,7 @@ import subprocess
 from pathlib import Path
 
 from rig.errors import RigError
+from rig.transport import popen_agent
 
 DEFAULT_AGENT = "/opt/rig/rig_agent.py"  # where the Ansible node role installs the agent
 
@@ -107,6 +108,9 @@ class SshTransport:
             return f"{where}: SSH refused the rig's key {self.key or '(default)'} for {self.user}"
         last = next((ln.strip() for ln in reversed(stderr.splitlines()) if ln.strip()), "no message")
         return f"{where}: SSH failed: {last}"
+
+    def start_agent(self, host: str):
+        return popen_agent(self.agent_argv(host))
 
     def agent_argv(self, host: str) -> list[str]:
         # Connecting first turns a refused host key or login into one clear line here, not into

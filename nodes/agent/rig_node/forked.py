@@ -93,8 +93,7 @@ def start(args: list[str], stdin: bool = False) -> Child:
 
 
 def _child(main, args: list[str], out_w: int, err_w: int, in_r: int | None = None) -> None:
-    rc = 1
-    try:
+    def transfer() -> int:
         # The agent's objects stay as they are: never collected here (their descriptors are
         # closed below, and closing one again could close a socket of the transfer's).
         gc.freeze()
@@ -108,12 +107,23 @@ def _child(main, args: list[str], out_w: int, err_w: int, in_r: int | None = Non
         sys.stderr = open(2, "w", closefd=False)
         with open("/proc/self/comm", "w") as f:
             f.write(NAMES[1] if args[:1] == ["source"] else NAMES[0])
-        rc = main(args)
-    except SystemExit as e:  # argparse's usage error (2), SIGTERM's unwinding (143)
+        return main(args)
+
+    run_forked(transfer)
+
+
+def run_forked(body) -> None:
+    """A forked child's whole life, not returning: body's exit status (a SystemExit's code:
+    argparse's usage error 2, SIGTERM's unwinding 143; 1 for anything else escaping, printed), its
+    output flushed, then os._exit: it must never return into its parent's code."""
+    rc = 1
+    try:
+        rc = body()
+    except SystemExit as e:
         rc = e.code if isinstance(e.code, int) else (0 if e.code is None else 1)
         if isinstance(e.code, str):
             print(e.code, file=sys.stderr)
-    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into the agent
+    except BaseException:  # noqa: BLE001 - whatever happens, the child must not return into its parent
         traceback.print_exc()
     finally:
         try:
