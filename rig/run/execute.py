@@ -26,14 +26,14 @@ from rig.run.tables import (interface_table, lag_table, radio_table, received_ta
                             transfer_subflow_table)
 from rig.store import RunRecord
 
-# T0 is set this far after the launch round begins (launch): each sender's source is released
-# (prepared during the run before) or forked (it prepares and waits for T0 itself), then its
-# counters are read and its sampling starts; each receiver starts sampling. The lead covers 1.5 x
-# the time a recent run of the same kind (prepared or not) took from that moment until all of it
-# was in place (the round's replies and every source's `ready_at`), the largest of the last
-# LEAD_RUNS runs, at least START_LEAD_MIN_S. A campaign's first run has no such measure yet:
-# START_LEAD_FIRST_S.
-START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.01, 0.15
+# T0 is set this far after the launch round begins (launch): each sender's source, held with its
+# sockets prepared (during the run before, or in the run's configure round), is released; the
+# nodes' sampling runs and the senders' counters are read already. The lead covers 1.5 x
+# the time a recent run took from that moment until all of it was in place (the round's replies
+# and every source's `ready_at`), the largest of the last LEAD_RUNS runs, at least
+# START_LEAD_MIN_S. A campaign's first run has no such measure yet: START_LEAD_FIRST_S, ten times
+# what a release round takes on the emulated rig (2-3 ms) and many SSH round trips on the lab.
+START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.005, 0.05
 LEAD_RUNS = 3
 LISTEN_TIMEOUT_S = 5.0
 # The next run's programs are prepared this long after T0 at the earliest: the senders have started.
@@ -50,14 +50,17 @@ class RunContext:
     stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
     hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
-    # The T0 lead each of the last LEAD_RUNS runs would have needed, for runs whose programs were
-    # prepared (True: the round only releases them) and runs that start them (False): a burst of
-    # load in one run must not leave the next with a lead sized from a single quick one.
-    needed_leads: dict = field(default_factory=lambda: {True: [], False: []})
+    # The T0 lead each of the last LEAD_RUNS runs would have needed: a burst of load in one run
+    # must not leave the next with a lead sized from a single quick one.
+    needed_leads: list = field(default_factory=list)
     # The run after this one in the block (the runner sets it): its sinks and sources are prepared
     # while this one transfers (prepare_next). None: nothing is prepared.
     next_run: Run | None = None
     prepared: str | None = None  # the run whose programs wait on `other_port(port)`, or None
+    sampling: str | None = None  # the run the nodes sample for since the last run's end, or None
+    # Each sender's counters when its part of the last run ended: a prepared run's counters before
+    # its T0 (nothing of either run sends between; configure reads them for any other run).
+    counters: dict = field(default_factory=dict)
     port: int = transfers.PORTS[1]  # the last run's port (a run uses the other one)
     # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
     # (how the judge's fallback check is tested).
@@ -76,28 +79,31 @@ class RunContext:
         agent.request(op, **request)
         self.applied[(agent.host, op)] = request
 
-    def start_lead_s(self, prepared: bool) -> float:
-        """A prepared run without history of its own takes a starting one's (its round is shorter)."""
-        needed = self.needed_leads[prepared] or self.needed_leads[False]
-        if not needed:
-            return START_LEAD_FIRST_S
-        return max(START_LEAD_MIN_S, *needed)
+    def assume_nothing(self) -> None:
+        """After a failed run: every configuration is sent again, every program started anew."""
+        self.applied.clear()
+        self.prepared = self.sampling = None
 
-    def ran(self, in_place_s: float, prepared: bool) -> None:
+    def start_lead_s(self) -> float:
+        return max(START_LEAD_MIN_S, *self.needed_leads) if self.needed_leads else START_LEAD_FIRST_S
+
+    def ran(self, in_place_s: float) -> None:
         """A run's launch round and sources were all in place in_place_s after its T0 was set."""
-        self.needed_leads[prepared] = [*self.needed_leads[prepared], 1.5 * in_place_s][-LEAD_RUNS:]
+        self.needed_leads = [*self.needed_leads, 1.5 * in_place_s][-LEAD_RUNS:]
 
 
 def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
-def take_port(ctx: RunContext, run: Run) -> bool:
-    """The run's port (the one the last run did not use) and whether its programs were prepared
-    during the last run's transfer (prepare_next): then its sinks listen and its sources wait."""
-    prepared, ctx.prepared = ctx.prepared, None  # a run that fails part-way leaves none assumed
+def take_port(ctx: RunContext, run: Run) -> tuple[bool, bool]:
+    """The run's port (the one the last run did not use), whether its programs were prepared
+    during the last run's transfer (prepare_next: then its sinks listen and its sources wait), and
+    whether the nodes sample for it already (since their part of the last run ended: finish)."""
+    prepared, sampled = ctx.prepared, ctx.sampling
+    ctx.prepared = ctx.sampling = None  # a run that fails part-way leaves none assumed
     ctx.port = transfers.other_port(ctx.port)
-    return prepared == run.run_id
+    return prepared == run.run_id, sampled == run.run_id
 
 
 def start_sink(ctx: RunContext, run: Run, agent, port: int, ahead_s: float = 0.0) -> None:
@@ -107,13 +113,12 @@ def start_sink(ctx: RunContext, run: Run, agent, port: int, ahead_s: float = 0.0
                   args=transfers.sink_args(run, ctx.limits, port, ctx.sinks_mptcp, ahead_s))
 
 
-def source_launch(ctx: RunContext, run: Run, host: str, port: int, t0: float | None) -> dict:
-    """The request that starts a sender's source for the run, at t0 itself, or held until
-    released (t0 None)."""
+def source_launch(ctx: RunContext, run: Run, host: str, port: int) -> dict:
+    """The request that starts a sender's source for the run, held until released with its T0."""
     p = next(p for p in ctx.topo.pairs if p.sender == host)
     bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
                     else (p.sender_wifi.address, p.receiver_a.address))
-    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port, t0), **loss_aware_args(ctx, run, host)}
+    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port), **loss_aware_args(ctx, run, host)}
     return {"op": "launch", "key": transfers.source_key(port), "program": "transfer", "args": args, "at": None}
 
 
@@ -135,13 +140,15 @@ def tx_delta(rows: list, ifname: str) -> int:
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
 
 
-def configure(ctx: RunContext, run: Run, prepared: bool) -> None:
+def configure(ctx: RunContext, run: Run, prepared: bool, sampled: bool) -> None:
     """Every node at once, each agent its own requests in turn (one round instead of one per
     request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
     a listener keeps what it started with), listening before the round ends, unless it was
-    prepared; each sender its routing for the run's homing and backup path, and the rig's BPF CCs'
-    initial ssthresh, and, unless prepared, a source held for another run is stopped (here, not in
-    the launch round, whose time is in T0's lead). Only what changed is sent."""
+    prepared; each sender its routing for the run's homing and backup path, the rig's BPF CCs'
+    initial ssthresh, then, unless prepared, its source, held (it replaces one held for another
+    run), and its counters; every node its sampling, unless it started when the node's part of the
+    run before ended (finish). The launch round, whose time is in T0's lead, then only releases the
+    sources. Only what changed is sent."""
     receivers = {p.receiver for p in ctx.topo.pairs}
     ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
@@ -152,12 +159,19 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> None:
             if not prepared:
                 start_sink(ctx, run, a, ctx.port)
                 wait_listening(a, ctx.port)
+            if not sampled:
+                a.batch(sampling(ctx, a.host))
             return
-        if not prepared:
-            a.request("stop", key=transfers.source_key(ctx.port))
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
         if cc_params:
             ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
+        # After its routing: a loss-aware source reads the endpoints' flags as it starts.
+        requests = ([] if prepared else [source_launch(ctx, run, a.host, ctx.port), {"op": "mib"}]) + \
+                   ([] if sampled else [sampling(ctx, a.host)])
+        if requests:
+            replies = a.batch(*requests)
+            if not prepared:
+                ctx.counters[a.host] = replies[1]
 
     ctx.agents.each(ctx.topo.nodes, node)
 
@@ -197,30 +211,19 @@ class Launched:
     mib_before: dict  # sender -> counters
 
 
-def launch(ctx: RunContext, run: Run, prepared: bool) -> Launched:
-    """T0, then one round of requests: each sender its source (released if prepared, else forked,
-    each to start at T0 itself), its counters and its sampling; each receiver its sampling (its
-    sink listens: configure or prepare_next waited for it); then the run's events, each to act at
-    its time."""
+def launch(ctx: RunContext) -> Launched:
+    """T0, then one round: each sender's source released (held since configure or prepare_next;
+    each receiver's sink listens, the nodes sample, the senders' counters are read); then the
+    run's events, each to act at its time."""
     topo = ctx.topo
-    senders = {p.sender for p in topo.pairs}
+    senders = [p.sender for p in topo.pairs]
     set_at = time.time()
-    t0 = set_at + ctx.start_lead_s(prepared)
+    t0 = set_at + ctx.start_lead_s()
     cut_lag_windows(ctx, t0 - LAG_CUT_BEFORE_T0_S)
-    mib_before = {}
-
-    def node(agent) -> None:
-        if agent.host in senders:  # the source first: its start-up overlaps the rest of the round
-            start = ({"op": "release", "key": transfers.source_key(ctx.port), "at": t0} if prepared
-                     else source_launch(ctx, run, agent.host, ctx.port, t0))
-            _, mib_before[agent.host], _ = agent.batch(start, {"op": "mib"}, sampling(ctx, agent.host))  # nothing sent before T0
-        else:
-            agent.batch(sampling(ctx, agent.host))
-
-    ctx.agents.each(topo.nodes, node)
-    # After the sampling: an agent's `sample` drops a timeline it still holds (a failed run's).
+    ctx.agents.each(senders, lambda a: a.request("release", key=transfers.source_key(ctx.port), at=t0))
+    # After the sampling started: an agent's `sample` drops a timeline it still holds (a failed run's).
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
-    return Launched(t0, set_at, time.time(), events, {s: mib_before[s] for s in senders})
+    return Launched(t0, set_at, time.time(), events, {s: ctx.counters[s] for s in senders})
 
 
 @dataclass
@@ -236,30 +239,41 @@ class Collected:
 def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected]:
     """One round, each node in one exchange: its program to its end (a sender's source, a
     receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
-    stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
-    on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
-    pair's traffic, so its collection at its own program's end misses nothing of the run.
-    The `wait` replies by host, and what was collected."""
+    stops), a sender's counters, on the lab the node's clock offset (the transfer's timing is on
+    the nodes' clocks: the offsets bound an FCT's error), and, when the next run was prepared, its
+    sampling for that run (not with events in the run: `sample` stops a node's timeline). A node's
+    interfaces carry only its own pair's traffic, so its collection at its own program's end
+    misses nothing of the run, and nothing of the run is in what it samples next. The `wait`
+    replies by host, and what was collected."""
     timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
+    sample_next = ctx.prepared is not None and not ctx.events
 
-    def node(agent) -> list[dict]:
+    def node(agent) -> dict[str, dict]:
         sender = agent.host in senders
         wait = ({"op": "wait", "key": transfers.source_key(ctx.port), "timeout": timeout} if sender else
                 {"op": "wait", "key": transfers.sink_key(ctx.port), "timeout": timeout + transfers.SINK_GRACE_S})
         requests = [wait, {"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
-        if not ctx.shared_clock:
-            requests.append({"op": "clock"})
-        return agent.batch(*requests)
+        requests += ([] if ctx.shared_clock else [{"op": "clock"}]) + ([sampling(ctx, agent.host)] if sample_next else [])
+        return {r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}
 
     replies = ctx.agents.each(ctx.topo.nodes, node)
     hosts = ctx.topo.nodes
     collected = Collected(
-        samples={h: replies[h][1]["samples"] for h in hosts},
-        subflows=of_this_run(subflow_rows({h: replies[h][1]["ss"] for h in senders}), t0),
-        mib_after={s: replies[s][2] for s in senders},
-        clocks={} if ctx.shared_clock else {h: replies[h][-1] for h in hosts})
-    return {h: replies[h][0] for h in hosts}, collected
+        samples={h: from_t0(replies[h]["unsample"]["samples"], t0) for h in hosts},
+        subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
+        mib_after={s: replies[s]["mib"] for s in senders},
+        clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts})
+    ctx.counters = dict(collected.mib_after)
+    ctx.sampling = ctx.prepared if sample_next else None
+    return {h: replies[h]["wait"] for h in hosts}, collected
+
+
+def from_t0(rows: list, t0: float) -> list:
+    """A node's interface counter rows from its last sample before T0 on: a prepared run's sampling
+    started when the node's part of the run before ended, up to a transfer's length earlier."""
+    before = [r[0] for r in rows if r[0] <= t0]
+    return [r for r in rows if r[0] >= before[-1]] if before else rows
 
 
 def can_prepare(ctx: RunContext, run: Run) -> bool:
@@ -287,7 +301,7 @@ def prepare_next(ctx: RunContext, run: Run, t0: float) -> None:
 
     def node(agent) -> None:
         if agent.host in senders:
-            agent.batch(source_launch(ctx, nxt, agent.host, port, None))
+            agent.batch(source_launch(ctx, nxt, agent.host, port))
         else:
             start_sink(ctx, nxt, agent, port, ahead_s)
             wait_listening(agent, port)
@@ -366,10 +380,10 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    prepared = take_port(ctx, run)
-    configure(ctx, run, prepared)
+    prepared, sampled = take_port(ctx, run)
+    configure(ctx, run, prepared, sampled)
     marks.append(("configure", time.monotonic()))
-    launched = launch(ctx, run, prepared)
+    launched = launch(ctx)
     t0, events, mib_before = launched.t0, launched.events, launched.mib_before
     marks.append(("schedule", time.monotonic()))
     if during is not None:
@@ -389,7 +403,7 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
     sources = {s: ended[s] for s in senders}
     sinks = {s: ended[by_sender[s].receiver] for s in senders}
-    ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at, prepared)
+    ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
     reports, pairs, done = {}, [], {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)

@@ -62,13 +62,12 @@ def sink_args(run: Run, limits: Limits, port: int, mptcp: bool = True, ahead_s: 
             "interval_ms": 1000 / limits.series_hz}
 
 
-def source_args(run: Run, limits: Limits, bind: str, target: str, port: int, t0: float | None) -> dict:
-    """A run's source: it starts at t0 itself (launched ahead, so its start-up is not in the
-    timing), or, with t0 None, is held with its sockets prepared until released with its T0."""
+def source_args(run: Run, limits: Limits, bind: str, target: str, port: int) -> dict:
+    """A run's source, held with its sockets prepared until released with its T0 (its start-up
+    is then not in the run's timing)."""
     amount = {"seconds": run.duration_s} if run.time_based else {"bytes": run.volume_bytes}
-    when = {"hold": True} if t0 is None else {"at": t0}
     return {"mode": "source", "port": port, "connections": run.connections, "target": target, "bind": bind,
-            **amount, "cc": run.cc, **when, "sample_ms": 1000 / limits.series_hz}
+            **amount, "cc": run.cc, "hold": True, "sample_ms": 1000 / limits.series_hz}
 
 
 def _report(result: dict, who: str) -> tuple[dict, str | None]:
