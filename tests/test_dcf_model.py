@@ -78,7 +78,9 @@ def test_saturated_stations_share_the_channel_as_dcf(emulator, netns, tmp_path):
     # Five: about the same in total (DCF loses a little to collisions), about a fifth each.
     assert 0.85 * one <= sum(five) <= 1.05 * one, (one, five)
     assert all(0.12 * sum(five) <= r <= 0.28 * sum(five) for r in five), five
-    assert collisions_alone == 0 and collisions_five > 0, (collisions_alone, collisions_five)
+    # Alone, a station can collide only with the AP's own few frames (an ARP reply); five
+    # contending stations collide by the thousand.
+    assert collisions_alone <= 2 and collisions_five > 100, (collisions_alone, collisions_five)
 
 
 def test_tcp_upload_and_its_acks_share_the_channel(emulator, netns, tmp_path):
