@@ -130,13 +130,8 @@ def test_the_next_run_is_prepared_during_a_run_only_when_that_cannot_change_the_
     t0 = datetime.fromisoformat(second.details["t0"]).timestamp()
     src = second.transfers["s1"]["source"]
     assert src["ready_at"] <= t0 <= src["started_at"]
-    # Sampled since each node's part of the LTE run ended: kept from its last sample before T0 on,
-    # and nothing of the LTE run is counted in this WiFi one.
-    rows = second.timeseries["interfaces"].to_pylist()
-    for host in ("s1", "r1"):
-        times = sorted({r["time"] for r in rows if r["host"] == host})
-        assert times[0] <= t0 < times[1], (host, times[:3], t0)
-    assert second.pairs[0]["bytes_lte"] < 10_000 and second.pairs[0]["bytes_wifi"] >= 2_000_000, second.pairs[0]
+    # Nothing of the LTE run (whose subflows close after its programs ended) in this WiFi one.
+    assert second.pairs[0]["bytes_lte"] == 0 and second.pairs[0]["bytes_wifi"] >= 2_000_000, second.pairs[0]
     assert ctx.prepared is None
     ctx.next_run = large2
     third = execute_run(ctx, large1)

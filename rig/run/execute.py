@@ -28,7 +28,7 @@ from rig.store import RunRecord
 
 # T0 is set this far after the launch round begins (launch): each sender's source, held with its
 # sockets prepared (during the run before, or in the run's configure round), is released; the
-# nodes' sampling runs and the senders' counters are read already. The lead covers 1.5 x
+# nodes sample and the senders' counters were read in configure. The lead covers 1.5 x
 # the time a recent run took from that moment until all of it was in place (the round's replies
 # and every source's `ready_at`), the largest of the last LEAD_RUNS runs, at least
 # START_LEAD_MIN_S. A campaign's first run has no such measure yet: START_LEAD_FIRST_S, ten times
@@ -57,10 +57,6 @@ class RunContext:
     # while this one transfers (prepare_next). None: nothing is prepared.
     next_run: Run | None = None
     prepared: str | None = None  # the run whose programs wait on `other_port(port)`, or None
-    sampling: str | None = None  # the run the nodes sample for since the last run's end, or None
-    # Each sender's counters when its part of the last run ended: a prepared run's counters before
-    # its T0 (nothing of either run sends between; configure reads them for any other run).
-    counters: dict = field(default_factory=dict)
     port: int = transfers.PORTS[1]  # the last run's port (a run uses the other one)
     # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
     # (how the judge's fallback check is tested).
@@ -82,7 +78,7 @@ class RunContext:
     def assume_nothing(self) -> None:
         """After a failed run: every configuration is sent again, every program started anew."""
         self.applied.clear()
-        self.prepared = self.sampling = None
+        self.prepared = None
 
     def start_lead_s(self) -> float:
         return max(START_LEAD_MIN_S, *self.needed_leads) if self.needed_leads else START_LEAD_FIRST_S
@@ -96,14 +92,12 @@ def iso(t: float) -> str:
     return datetime.fromtimestamp(t, timezone.utc).isoformat(timespec="milliseconds")
 
 
-def take_port(ctx: RunContext, run: Run) -> tuple[bool, bool]:
-    """The run's port (the one the last run did not use), whether its programs were prepared
-    during the last run's transfer (prepare_next: then its sinks listen and its sources wait), and
-    whether the nodes sample for it already (since their part of the last run ended: finish)."""
-    prepared, sampled = ctx.prepared, ctx.sampling
-    ctx.prepared = ctx.sampling = None  # a run that fails part-way leaves none assumed
+def take_port(ctx: RunContext, run: Run) -> bool:
+    """The run's port (the one the last run did not use) and whether its programs were prepared
+    during the last run's transfer (prepare_next): then its sinks listen and its sources wait."""
+    prepared, ctx.prepared = ctx.prepared, None  # a run that fails part-way leaves none assumed
     ctx.port = transfers.other_port(ctx.port)
-    return prepared == run.run_id, sampled == run.run_id
+    return prepared == run.run_id
 
 
 def start_sink(ctx: RunContext, run: Run, agent, port: int, ahead_s: float = 0.0) -> None:
@@ -140,18 +134,20 @@ def tx_delta(rows: list, ifname: str) -> int:
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
 
 
-def configure(ctx: RunContext, run: Run, prepared: bool, sampled: bool) -> None:
+def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
     """Every node at once, each agent its own requests in turn (one round instead of one per
     request): each receiver its buffer, then its sink (the buffer before the sink's socket exists:
     a listener keeps what it started with), listening before the round ends, unless it was
     prepared; each sender its routing for the run's homing and backup path, the rig's BPF CCs'
     initial ssthresh, then, unless prepared, its source, held (it replaces one held for another
-    run), and its counters; every node its sampling, unless it started when the node's part of the
-    run before ended (finish). The launch round, whose time is in T0's lead, then only releases the
-    sources. Only what changed is sent."""
+    run), its counters and its sampling; each receiver its sampling. Not earlier: the run before's
+    connections close after their programs have ended (MPTCP's subflows), and what they send then
+    is not this run's. The launch round, whose time is in T0's lead, then only releases the
+    sources. Only what changed is sent. Returns the senders' counters."""
     receivers = {p.receiver for p in ctx.topo.pairs}
     ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
+    counters = {}
 
     def node(a) -> None:
         if a.host in receivers:
@@ -159,21 +155,17 @@ def configure(ctx: RunContext, run: Run, prepared: bool, sampled: bool) -> None:
             if not prepared:
                 start_sink(ctx, run, a, ctx.port)
                 wait_listening(a, ctx.port)
-            if not sampled:
-                a.batch(sampling(ctx, a.host))
+            a.batch(sampling(ctx, a.host))
             return
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
         if cc_params:
             ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
         # After its routing: a loss-aware source reads the endpoints' flags as it starts.
-        requests = ([] if prepared else [source_launch(ctx, run, a.host, ctx.port), {"op": "mib"}]) + \
-                   ([] if sampled else [sampling(ctx, a.host)])
-        if requests:
-            replies = a.batch(*requests)
-            if not prepared:
-                ctx.counters[a.host] = replies[1]
+        start = [] if prepared else [source_launch(ctx, run, a.host, ctx.port)]
+        counters[a.host] = a.batch(*start, {"op": "mib"}, sampling(ctx, a.host))[-2]
 
     ctx.agents.each(ctx.topo.nodes, node)
+    return counters
 
 
 def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
@@ -208,13 +200,12 @@ class Launched:
     set_at: float  # when T0 was set (unix time)
     round_end: float  # when the launch round's replies and the events' were all in (unix time)
     events: timeline.Scheduled | None
-    mib_before: dict  # sender -> counters
 
 
 def launch(ctx: RunContext) -> Launched:
     """T0, then one round: each sender's source released (held since configure or prepare_next;
-    each receiver's sink listens, the nodes sample, the senders' counters are read); then the
-    run's events, each to act at its time."""
+    each receiver's sink listens, the nodes sample); then the run's events, each to act at its
+    time."""
     topo = ctx.topo
     senders = [p.sender for p in topo.pairs]
     set_at = time.time()
@@ -223,7 +214,7 @@ def launch(ctx: RunContext) -> Launched:
     ctx.agents.each(senders, lambda a: a.request("release", key=transfers.source_key(ctx.port), at=t0))
     # After the sampling started: an agent's `sample` drops a timeline it still holds (a failed run's).
     events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
-    return Launched(t0, set_at, time.time(), events, {s: ctx.counters[s] for s in senders})
+    return Launched(t0, set_at, time.time(), events)
 
 
 @dataclass
@@ -239,41 +230,30 @@ class Collected:
 def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected]:
     """One round, each node in one exchange: its program to its end (a sender's source, a
     receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
-    stops), a sender's counters, on the lab the node's clock offset (the transfer's timing is on
-    the nodes' clocks: the offsets bound an FCT's error), and, when the next run was prepared, its
-    sampling for that run (not with events in the run: `sample` stops a node's timeline). A node's
-    interfaces carry only its own pair's traffic, so its collection at its own program's end
-    misses nothing of the run, and nothing of the run is in what it samples next. The `wait`
-    replies by host, and what was collected."""
+    stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
+    on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
+    pair's traffic, so its collection at its own program's end misses nothing of the run.
+    The `wait` replies by host, and what was collected."""
     timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
-    sample_next = ctx.prepared is not None and not ctx.events
 
     def node(agent) -> dict[str, dict]:
         sender = agent.host in senders
         wait = ({"op": "wait", "key": transfers.source_key(ctx.port), "timeout": timeout} if sender else
                 {"op": "wait", "key": transfers.sink_key(ctx.port), "timeout": timeout + transfers.SINK_GRACE_S})
         requests = [wait, {"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
-        requests += ([] if ctx.shared_clock else [{"op": "clock"}]) + ([sampling(ctx, agent.host)] if sample_next else [])
+        requests += [] if ctx.shared_clock else [{"op": "clock"}]
         return {r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}
 
     replies = ctx.agents.each(ctx.topo.nodes, node)
     hosts = ctx.topo.nodes
     collected = Collected(
-        samples={h: from_t0(replies[h]["unsample"]["samples"], t0) for h in hosts},
+        samples={h: replies[h]["unsample"]["samples"] for h in hosts},
         subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
         mib_after={s: replies[s]["mib"] for s in senders},
         clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts})
-    ctx.counters = dict(collected.mib_after)
-    ctx.sampling = ctx.prepared if sample_next else None
     return {h: replies[h]["wait"] for h in hosts}, collected
 
-
-def from_t0(rows: list, t0: float) -> list:
-    """A node's interface counter rows from its last sample before T0 on: a prepared run's sampling
-    started when the node's part of the run before ended, up to a transfer's length earlier."""
-    before = [r[0] for r in rows if r[0] <= t0]
-    return [r for r in rows if r[0] >= before[-1]] if before else rows
 
 
 def can_prepare(ctx: RunContext, run: Run) -> bool:
@@ -291,7 +271,7 @@ def prepare_next(ctx: RunContext, run: Run, t0: float) -> None:
     """During this run's transfer, one round: each receiver starts the next run's sink on the
     other port and waits until it listens; each sender forks the next run's source, which
     prepares its sockets and waits to be released with its T0 (launch). The next run's round
-    between the two transfers is then only the release, its counters and its sampling."""
+    between the two transfers is then only the release."""
     if not can_prepare(ctx, run):
         return
     nxt, port = ctx.next_run, transfers.other_port(ctx.port)
@@ -380,11 +360,11 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     started_at = time.time()
     marks = [("start", time.monotonic())]
 
-    prepared, sampled = take_port(ctx, run)
-    configure(ctx, run, prepared, sampled)
+    prepared = take_port(ctx, run)
+    mib_before = configure(ctx, run, prepared)
     marks.append(("configure", time.monotonic()))
     launched = launch(ctx)
-    t0, events, mib_before = launched.t0, launched.events, launched.mib_before
+    t0, events = launched.t0, launched.events
     marks.append(("schedule", time.monotonic()))
     if during is not None:
         during(t0)
