@@ -168,10 +168,9 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
                     else:
                         why = f"{', '.join(lost)} lost" if lost else fault
                         progress.note(f"restoring the rig ({why})" if why else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
-                        previous = ctx
+                        # A new context: its T0 lead is learnt anew (the block's first release
+                        # round runs beside radio emulators just started).
                         ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
-                        if not why:  # a new block, the same agents: the T0 lead they need is known
-                            ctx.needed_leads = previous.needed_leads
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
                 ctx.events, ctx.loss_aware, ctx.tcp = run_events(campaign.events, run), campaign.loss_aware, campaign.tcp

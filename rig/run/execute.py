@@ -31,7 +31,7 @@ from rig.store import RunRecord
 # nodes sample and the senders' counters were read in configure. The lead covers 1.5 x
 # the time a recent run took from that moment until all of it was in place (the round's replies
 # and every source's `ready_at`), the largest of the last LEAD_RUNS runs, at least
-# START_LEAD_MIN_S. A campaign's first run has no such measure yet: START_LEAD_FIRST_S, ten times
+# START_LEAD_MIN_S. A block's first run has no such measure yet: START_LEAD_FIRST_S, ten times
 # what a release round takes on the emulated rig (2-3 ms) and many SSH round trips on the lab.
 START_LEAD_MIN_S, START_LEAD_FIRST_S = 0.005, 0.05
 LEAD_RUNS = 3
