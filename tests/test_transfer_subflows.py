@@ -344,3 +344,67 @@ def test_a_stopped_source_restores_the_paths_it_made_backup(netns, two_paths):
     source.terminate()
     source.communicate(timeout=30)
     assert endpoint_flags(ns["c"]) == {C1: False, C2: False}
+
+
+def single_homed(ns: str) -> None:
+    """The client as a single-homed sender between runs: no endpoints, MPTCP limits 0."""
+    sh("ip", "-n", ns, "mptcp", "endpoint", "flush")
+    sh("ip", "-n", ns, "mptcp", "limits", "set", "subflows", "0", "add_addr_accepted", "0")
+
+
+def dual_homed(ns: str) -> None:
+    for src, dev in ((C1, "c1"), (C2, "c2")):
+        sh("ip", "-n", ns, "mptcp", "endpoint", "add", src, "dev", dev, "subflow")
+    sh("ip", "-n", ns, "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "1")
+
+
+@needs_root
+@pytest.mark.parametrize("socket_first", [True, False], ids=["socket-before-the-switch", "socket-after-it"])
+def test_an_mptcp_socket_keeps_the_path_managers_limits_in_force_when_it_was_created(netns, two_paths, socket_first):
+    """The kernel's behaviour the held source is built around: a socket created while the node
+    was single-homed (MPTCP limits 0) neither opens subflows nor accepts the announced address
+    once the node is dual-homed; one created after the switch does both."""
+    ns = two_paths
+    single_homed(ns["c"])
+    sink = transfer(netns, ns["s"], "sink", "--port", "5403", "--connections", "1", "--timeout", "60")
+    deadline = time.monotonic() + 10
+    while not listening(ns["s"], 5403):
+        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
+        time.sleep(0.05)
+    create, wait = "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n", "sys.stdin.readline()\n"
+    script = ("import socket, sys, time\n" + (create + wait if socket_first else wait + create)
+              + f"s.connect(('{S1}', 5403)); s.sendall(bytes(2 << 20)); time.sleep(1.0); s.close()\n")
+    client = netns.start([sys.executable, "-c", script], ns["c"], stdin=subprocess.PIPE, text=True)
+    time.sleep(0.3)  # it waits on its input (with its socket, if socket_first) while the node switches
+    dual_homed(ns["c"])
+    client.communicate("\n", timeout=60)
+    assert client.returncode == 0
+    joins = json.loads(sh("ip", "netns", "exec", ns["c"], "nstat", "-az", "-j", "MPTcpExtMPJoinSynAckRx").stdout)
+    joined = next(iter(joins.values()))["MPTcpExtMPJoinSynAckRx"]
+    assert joined == (0 if socket_first else 1)
+
+
+@needs_root
+def test_a_held_source_opens_every_subflow_of_the_settings_in_force_at_its_release(netns, two_paths):
+    """A run's source is started (held) under the run before's path settings, a single-homed
+    one's here; released after the switch to dual-homed, both paths carry data."""
+    ns = two_paths
+    single_homed(ns["c"])
+    sink = transfer(netns, ns["s"], "sink", "--port", "5404", "--connections", "2", "--timeout", "60")
+    deadline = time.monotonic() + 10
+    while not listening(ns["s"], 5404):
+        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
+        time.sleep(0.05)
+    source = netns.start([sys.executable, "-I", str(TRANSFER), "source", "--target", S1, "--bind", C1, "--port", "5404",
+                          "--connections", "2", "--bytes", str(4 * MB), "--sample-ms", "50", "--hold"], ns["c"],
+                         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(0.5)  # held: started, waiting for its start time
+    dual_homed(ns["c"])
+    out, err = source.communicate(f"{time.time() + 0.05}\n", timeout=60)
+    assert source.returncode == 0, err
+    src = json.loads(out)
+    for conn in src["connections"]:
+        carried = {k: rows[-1][3] for k, rows in by_subflow(conn["subflows"]).items()}
+        assert set(carried) == {(C1, S1), (C2, S2)}, carried
+        assert all(acked > 64 * 1024 for acked in carried.values()), carried
+    finish(sink)

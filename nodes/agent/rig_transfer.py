@@ -23,12 +23,14 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       (started_at: just before connect(), which sends the SYN; ready_at: when every connection's
       socket was prepared and its thread about to wait for --at). The receiver's times are when its
       reads returned the bytes.
-      --hold: the sockets are prepared (created, given the CC), then the start time is read from
-      stdin (one line, unix time; the node agent's `release` writes it), and then they are bound
-      to --bind: a run's sources are prepared while the run before it transfers, under that run's
-      routing plan, which may not have the address. ready_at is then when the start time was
-      read. At end of input without one, nothing is sent and the report says the source was
-      never released.
+      --hold: the program and its connections' threads start, then the start time is read from
+      stdin (one line, unix time; the node agent's `release` writes it), and only then are the
+      sockets created, given the CC and bound to --bind: a run's sources are prepared while the
+      run before it transfers, under that run's path settings, and an MPTCP socket keeps those
+      in force when it is created (whether the in-kernel path manager opens subflows and
+      accepts announced addresses: the MPTCP limits), as its address may not exist under them.
+      ready_at is then when every socket was created after the release. At end of input without
+      a start time, nothing is sent and the report says the source was never released.
       subflows: every MS ms (default 100; 0: off) a thread reads each connection's subflows from
       its own socket (rig_node.mptcp_info; --tcp: the socket's TCP_INFO), and once more after the
       receiver has closed. t is when the read returned (unix s); local and remote "ip:port";
@@ -151,6 +153,7 @@ class Connection:
         self.names: tuple[str, str] | None = None  # (local, remote): a TCP socket has none once closed
         self.lock = threading.Lock()
         self.rows: list[list] = []
+        self.ready = threading.Event()  # a held source: its socket was created after the release
 
     def sample(self) -> list[mptcp_info.Subflow]:
         with self.lock:  # the rows too: the final sample must stay the last row
@@ -307,17 +310,21 @@ def _connection(prepared: threading.Event, *args) -> None:
 
 def _send(prepared: threading.Event, target: str, port: int, bind: str | None, cc: str | None, volume: int | None,
           seconds: float | None, start: Start, conn: Connection, result: dict) -> None:
-    s = _socket(conn.tcp)
+    s = None
     try:
-        if cc:
-            s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
-        s.settimeout(CONNECT_TIMEOUT_S)  # a path that is down must not hang the run for TCP's minutes
+        if not start.held:
+            s = _new_socket(conn.tcp, cc)
         prepared.set()
         start.known.wait()
         at = start.at
-        if start.held and at is None:
-            raise OSError("the source was never released")
-        if bind:  # once released: a held source's address may exist only under its run's routing plan
+        if start.held:
+            if at is None:
+                raise OSError("the source was never released")
+            # Only now: the socket takes the path manager's limits in force when it is created,
+            # and a held source was started under the run before's path settings.
+            s = _new_socket(conn.tcp, cc)
+            conn.ready.set()
+        if bind:
             s.bind((bind, 0))
         with _start_priority(start.timed):
             if at is not None:  # the socket is ready before the start: at the start there is only connect()
@@ -345,8 +352,18 @@ def _send(prepared: threading.Event, target: str, port: int, bind: str | None, c
     except OSError as e:
         result["error"] = f"{type(e).__name__}: {e}"
     finally:
-        conn.close(s)
+        conn.ready.set()
+        if s is not None:
+            conn.close(s)
         result["subflows"] = conn.rows
+
+
+def _new_socket(tcp: bool, cc: str | None) -> socket.socket:
+    s = _socket(tcp)
+    if cc:
+        s.setsockopt(socket.IPPROTO_TCP, socket.TCP_CONGESTION, cc.encode())
+    s.settimeout(CONNECT_TIMEOUT_S)  # a path that is down must not hang the run for TCP's minutes
+    return s
 
 
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
@@ -375,6 +392,8 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
             p.wait()
         if hold:
             start.release(_read_release())
+            for c in conns:
+                c.ready.wait()
         started = time.time() if start.at is None else start.at
         # Started before T0, its first round a period after it: nothing of it runs at the start.
         sampler = Sampler(conns, sample_s, started, policy, endpoints)

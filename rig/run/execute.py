@@ -260,8 +260,10 @@ def can_prepare(ctx: RunContext, run: Run) -> bool:
     """Whether the next run's programs can be started during this run's transfer without changing
     anything this run's connections use: its receive buffer is this run's (the sysctl is read by
     every socket's autotuning, running ones too), and it has no loss-aware policy (whose source
-    reads the endpoints' flags when it starts). Its routing is applied after this run: a held
-    source binds its sockets to their address only once released."""
+    reads the endpoints' flags when it starts). Its path settings are applied after this run: a
+    held source creates its sockets (which keep the MPTCP limits in force when they are created)
+    and binds them only once released. A receiver's settings do not depend on the run, so its
+    listening socket is the same under either run's."""
     nxt = ctx.next_run
     return (nxt is not None and nxt.policy == "none"
             and receive_buffer(nxt.rcvbuf_bytes) == receive_buffer(run.rcvbuf_bytes))
