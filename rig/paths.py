@@ -19,6 +19,11 @@ from rig.topology import Pair, RadioInterface, Topology
 
 HOMINGS = ("dual", "wifi", "lte")
 
+
+def homing_paths(homing: str) -> tuple[str, ...]:
+    """The paths a sender's connections use under a homing: each must have a subflow."""
+    return ("wifi", "lte") if homing == "dual" else (homing,)
+
 # Sysctls every node gets. tcp_no_metrics_save: runs must not inherit cached ssthresh/RTT
 # from earlier runs (seed 001 does the same); blackhole_timeout 0: never disable MPTCP.
 NODE_SYSCTLS = {

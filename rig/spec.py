@@ -98,9 +98,11 @@ class Limits(StrictModel):
     subflow_hz: float = Field(default=2, ge=0, le=20)  # senders' per-subflow cwnd/RTT/CC snapshots; 0 = off
     # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
     max_cwnd_packets: int = Field(default=100_000, gt=0)
-    # A dual-homed transfer that lasted this long and whose LTE subflow never joined is invalid
-    # (a path that did not work); a shorter one may end before the join (seed 001's small flows).
-    join_within_s: float = Field(default=2.0, gt=0)
+    # Every connection has a subflow established on each path of its homing within
+    # max(join_min_s, join_rtts x its paths' RTT) of its first SYN, or the run is invalid, however
+    # short the transfer (rig.run.joins): a real client opens its paths within a few round trips.
+    join_min_s: float = Field(default=0.5, gt=0)
+    join_rtts: float = Field(default=3.0, gt=0)
     # With a share > 0, a dual-homed run where a path carried less than that share of the bytes is
     # invalid too (short transfers over a slow path legitimately carry little, so the default
     # does not demand it).

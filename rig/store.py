@@ -42,6 +42,8 @@ RUNS_COLUMNS = [
     ("retrans_segs", pa.int64()), ("reinjections", pa.int64()), ("lag_retries", pa.int32()),
     ("fct_s", pa.float64()), ("first_byte_at", pa.timestamp("us", tz="UTC")), ("last_byte_at", pa.timestamp("us", tz="UTC")),
     ("backup", pa.string()), ("policy", pa.string()),
+    ("subflows", pa.int32()), ("join_s", pa.float64()), ("mp_join_syn_tx", pa.int64()),
+    ("mp_join_synack_rx", pa.int64()), ("add_addr_rx", pa.int64()),
 ]
 RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
 
@@ -222,6 +224,7 @@ class CampaignStore:
                     "first_byte_at": datetime.fromisoformat(p["first_byte_at"]) if p.get("first_byte_at") else None,
                     "last_byte_at": datetime.fromisoformat(p["last_byte_at"]) if p.get("last_byte_at") else None,
                     "backup": params.get("backup", "none"), "policy": params.get("policy", "none"),
+                    **{k: p.get(k) for k in ("subflows", "join_s", "mp_join_syn_tx", "mp_join_synack_rx", "add_addr_rx")},
                 }
             )
         return out

@@ -100,6 +100,45 @@ def test_campaign_records_paths_bytes_and_complete_transfers(tmp_path, emulator,
     assert (root / "metadata.json").is_file() and (root / "campaign.yaml").read_text() == (tmp_path / "c.yaml").read_text()
 
 
+# Seed 547 orders each setup's block so that a dual-homed run follows a WiFi-only one and an
+# LTE-only one, and precedes each (the test checks that the plan still does).
+ALTERNATING = """
+name: alternating
+setups: [I, II, III]
+pairs: 2
+repetitions: 2
+seed: 547
+factors:
+  volume: [2MB]
+  homing: [dual, wifi, lte]
+limits:
+  run_timeout_s: 60
+  max_lag_p99_ms: 200
+"""
+
+
+def test_every_path_joins_whatever_homing_ran_before(tmp_path, emulator, rig_prefix):
+    out = tmp_path / "results"
+    run_rig("campaign", "run", str(_campaign(tmp_path, ALTERNATING)), "--out", str(out), "--prefix", rig_prefix, check=True)
+    root = _only_dir(out)
+    order = [(r["setup"], r["homing"]) for r in json.loads((root / "plan.json").read_text())["runs"]]
+    for setup in ("I", "II", "III"):
+        homings = [h for s, h in order if s == setup]
+        assert {("wifi", "dual"), ("lte", "dual"), ("dual", "wifi"), ("dual", "lte")} <= set(zip(homings, homings[1:]))
+    rows = pq.read_table(root / "runs.parquet").to_pylist()
+    assert len(rows) == 18 * 2
+    for r in rows:
+        assert r["status"] == "ok", (r["run_id"], r["reason"])
+        life = pq.read_table(root / "runs" / r["run_id"] / "timeseries" / "subflow_life.parquet").to_pylist()
+        carried = {x["path"] for x in life if x["host"] == r["sender"] and (x["bytes_acked"] or 0) > 64 * 1024}
+        if r["homing"] == "dual":
+            assert carried == {"wifi", "lte"}, (r["run_id"], life)
+            assert r["subflows"] == 2 and 0 < r["join_s"] < 0.5 and r["mp_join_synack_rx"] >= 1, r
+        else:
+            assert carried == {r["homing"]}, (r["run_id"], life)
+            assert r["subflows"] == 1 and r["join_s"] is None and r["mp_join_syn_tx"] == 0, r
+
+
 SHARED_BOTTLENECK = """
 name: bottleneck
 setups: [I, III]

@@ -13,12 +13,14 @@ stamps the first and the last, so a volume run's flow completion time is exact.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
                          [--cc C] [--at UNIX_TIME | --hold] [--tcp] [--sample-ms MS]
                          [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]
+                         [--paths ADDR ... [--join-wait-s W]]
       At --at, opens N MPTCP connections in parallel (each connection's thread sleeps until then
       itself: _sleep_until tells why) and sends
       V bytes over all of them (V // N each, the first takes the rest) or sends for T seconds;
       then closes its side and waits for the receiver to close (it has read everything). Prints
       {"started_at", "ready_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
       "subflows": [[t, local, remote, bytes_acked, bytes_sent, bytes_retrans, rtt_ms, cwnd, ssthresh], ...]}],
+      "events": [{"t", "event", "local", "remote", ...}, ...]}],
       "switches": [{"t", "address", "loss", "action"}, ...]}
       (started_at: just before connect(), which sends the SYN; ready_at: when every connection's
       socket was prepared and its thread about to wait for --at). The receiver's times are when its
@@ -48,6 +50,15 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       "error" when `ip` failed, which also fails the run). Every path it made backup is restored
       before the program ends, also when it is stopped with SIGTERM.
 
+      events: the connection's MPTCP path manager events (rig_node.pm_events: created,
+      announced, sub_established, sub_closed ...), each stamped when it was read; absent where
+      the kernel does not tell this process ("events_error" says why).
+      --paths: local addresses that each must have an established subflow on every connection
+      (the node's paths in use). A connection that has written everything keeps its side open
+      until they all have, or until W seconds (default 5) after its start: a short transfer
+      must not end before its path manager could open its other paths. What the receiver reads
+      and when is not changed by it.
+
 --tcp: plain TCP sockets (a single-path baseline). Standard library only (it runs on the lab's
 nodes); times are the node's wall clock.
 """
@@ -69,7 +80,7 @@ import time
 # The agent starts this file with `python -I`, which leaves the script's directory off sys.path;
 # the rig_node package sits beside it (on the boards and in the repository).
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from rig_node import mptcp_info, pathpolicy  # noqa: E402
+from rig_node import mptcp_info, pathpolicy, pm_events  # noqa: E402
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 CHUNK = 256 * 1024
@@ -154,6 +165,20 @@ class Connection:
         self.lock = threading.Lock()
         self.rows: list[list] = []
         self.ready = threading.Event()  # a held source: its socket was created after the release
+        self.paths: frozenset[str] = frozenset()  # local addresses that must each have a subflow
+        self.join_wait_s = 0.0
+        self.events: pm_events.Listener | None = None
+
+    def await_paths(self, local: str, started_at: float) -> None:
+        """Until every one of `paths` has an established subflow on this connection (its first
+        subflow's local end `local`), at most join_wait_s after its start."""
+        if not self.paths or self.events is None:
+            return
+
+        def joined(events: list[dict]) -> bool:
+            up = pm_events.established(pm_events.of_connection(events, local))
+            return self.paths <= {a.rsplit(":", 1)[0] for a in up}
+        self.events.wait_for(joined, started_at + self.join_wait_s - time.time())
 
     def sample(self) -> list[mptcp_info.Subflow]:
         with self.lock:  # the rows too: the final sample must stay the last row
@@ -344,6 +369,7 @@ def _send(prepared: threading.Event, target: str, port: int, bind: str | None, c
             sent += n
         result["bytes"] = sent
         result["sent_at"] = time.time()
+        conn.await_paths(result["local"], result["started_at"])
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):  # the receiver closes once it has read everything
             pass
@@ -369,12 +395,20 @@ def _new_socket(tcp: bool, cc: str | None) -> socket.socket:
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
            cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
            loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None,
-           hold: bool = False) -> dict:
+           hold: bool = False, paths: tuple[str, ...] = (), join_wait_s: float = 5.0) -> dict:
     policy = endpoints = None
     if loss_aware:  # the endpoints are read before the start, not in it
         endpoints = pathpolicy.Endpoints()
         policy = pathpolicy.LossAware(loss_aware, loss_window_s, loss_hold_s, backup_at_start=endpoints.backup)
     conns = [Connection(i, tcp) for i in range(connections)]
+    listener, events_error = None, None
+    if not tcp:
+        try:
+            listener = pm_events.Listener()
+        except OSError as e:
+            events_error = f"MPTCP events: {e}"
+    for c in conns:
+        c.paths, c.join_wait_s, c.events = frozenset(paths), join_wait_s, listener
     shares = [None] * connections if volume is None else \
         [volume // connections + (volume % connections if i == 0 else 0) for i in range(connections)]
     results: list[dict] = [{} for _ in range(connections)]
@@ -404,13 +438,29 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     finally:
         if sampler is not None:  # none yet: nothing was switched
             sampler.stop()  # also on SIGTERM: no path stays backup after the program
+        if listener is not None:
+            events = listener.stop()
+            events_error = listener.error
+            for r in results:
+                if "local" in r:
+                    r["events"] = pm_events.of_connection(events, r["local"])
     # The transfer starts with the first connection's SYN (the threads' own start-up is not in it).
     doc = {"started_at": min((r["started_at"] for r in results if "started_at" in r), default=started),
            "ready_at": ready_at, "connections": results, "switches": sampler.switches}
+    if events_error:
+        doc["events_error"] = events_error
     errors = [r["error"] for r in results if "error" in r] + ([sampler.error] if sampler.error else [])
     if errors:
         doc["error"] = errors[0]
     return doc
+
+
+def _address(text: str) -> str:
+    try:
+        socket.inet_aton(text)
+    except OSError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an IPv4 address") from None
+    return text
 
 
 def _threshold(text: str) -> tuple[str, float]:
@@ -455,6 +505,10 @@ def parser() -> argparse.ArgumentParser:
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
+    s.add_argument("--paths", nargs="+", default=[], type=_address, metavar="ADDR",
+                   help="local addresses that must each have an established subflow on every connection")
+    s.add_argument("--join-wait-s", type=float, default=5.0,
+                   help="how long after its start a connection that sent everything waits for --paths")
     return p
 
 
@@ -470,7 +524,8 @@ def main(argv: list[str] | None = None) -> int:
         # The agent stops a program with SIGTERM: unwind, so that the policy restores its paths.
         signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
-                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold)
+                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold,
+                     tuple(a.paths), a.join_wait_s)
     print(json.dumps(doc))
     return 1 if "error" in doc else 0
 

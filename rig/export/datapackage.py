@@ -67,6 +67,18 @@ DESCRIPTIONS = {
     "remote": "remote address:port of the subflow",
     "cwnd": "congestion window, segments",
     "rtt_ms": "smoothed RTT, ms",
+    "subflows": "the fewest MPTCP subflows established on any of the pair's connections",
+    "join_s": "dual-homed runs: the latest any of the pair's connections had a subflow on its last path, seconds "
+              "after its first SYN",
+    "mp_join_syn_tx": "MP_JOIN SYNs the sender sent during the run (MPTcpExtMPJoinSynTx)",
+    "mp_join_synack_rx": "MP_JOIN SYN/ACKs the sender received during the run (MPTcpExtMPJoinSynAckRx)",
+    "add_addr_rx": "ADD_ADDRs the sender received during the run (MPTcpExtAddAddr)",
+    "established_s": "when the subflow was established (the path manager's event), seconds after its connection's first SYN",
+    "first_data_s": "when a sample first showed the subflow sending data, seconds after its connection's first SYN "
+                    "(to the transfer's sample period)",
+    "closed_s": "when the subflow closed while its connection lived, seconds after the first SYN (empty: it did not)",
+    "error": "the error a closed subflow reported (errno), if any",
+    "min_rtt_ms": "the subflow's smallest sampled smoothed RTT, ms",
 }
 PRIMARY_KEYS = {"runs": ["run_id", "pair"]}
 

@@ -17,6 +17,7 @@ import jinja2
 import matplotlib.pyplot as plt
 
 from analysis.factors import FACTORS, LABELS, fmt, varied
+from analysis.joins import COLUMNS as JOIN_COLUMNS, join_rows
 from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodput, share_figure
 from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
@@ -67,6 +68,14 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 </table>{% endif %}
 </div>{% endfor %}
 {% endfor %}
+{% if joins %}
+<h2 id="joins">Subflows: when each path joined</h2>
+<p>Dual-homed connections of the runs shown: seconds from a connection's first SYN until its
+subflow on the path was established (the kernel path manager's event).</p>
+<table id="join-table"><tr>{% for c in join_columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in joins %}<tr>{% for v in row %}<td{% if loop.index > 2 %} class="num"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% endif %}
 {% if summary %}
 <h2 id="summary">Per factor combination</h2>
 <table id="summary-table"><tr>{% for c in summary_columns %}<th>{{ c }}</th>{% endfor %}</tr>
@@ -139,6 +148,7 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
                 for o in outcomes if o["status"] != "ok"]
     html = TEMPLATE.render(
         meta=load_metadata(campaign_dir), figures=figures, studies=studies, summary=summary, summary_columns=columns,
+        joins=join_rows(campaign_dir, rows), join_columns=JOIN_COLUMNS,
         problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
                 "failed": status["failed"], "invalid": status["invalid"],

@@ -17,8 +17,8 @@ import pyarrow as pa
 
 from rig.spec import Event, Limits, LossAware, Run, Tcp
 from rig.topology import Topology
-from rig.paths import node_plan, receive_buffer
-from rig.run import timeline, transfers
+from rig.paths import homing_paths, node_plan, receive_buffer
+from rig.run import joins, timeline, transfers
 from rig.run.agents import AgentPool
 from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
@@ -112,7 +112,10 @@ def source_launch(ctx: RunContext, run: Run, host: str, port: int) -> dict:
     p = next(p for p in ctx.topo.pairs if p.sender == host)
     bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
                     else (p.sender_wifi.address, p.receiver_a.address))
-    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port), **loss_aware_args(ctx, run, host)}
+    local = {"wifi": str(p.sender_wifi.address), "lte": str(p.sender_lte.address)}
+    paths = [local[path] for path in homing_paths(run.homing)]
+    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port, paths),
+            **loss_aware_args(ctx, run, host)}
     return {"op": "launch", "key": transfers.source_key(port), "program": "transfer", "args": args, "at": None}
 
 
@@ -301,9 +304,15 @@ def _event_summary(rows: list[dict]) -> dict | None:
             "max_lateness_ms": max(late) if late else None}
 
 
-def pair_row(run: Run, p, t: transfers.PairTransfer, sink: dict, samples: list, mib_before: dict, mib_after: dict) -> dict:
+def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, samples: list, mib_before: dict,
+             mib_after: dict) -> dict:
     """One pair's row of the run (runs.parquet): its transfer's times and bytes, what left each of
-    the sender's interfaces, and what was sent more than once."""
+    the sender's interfaces, what was sent more than once, and how its subflows were made."""
+    sink = report["sink"]
+
+    def moved(counter: str) -> int:
+        return mib_after.get(counter, 0) - mib_before.get(counter, 0)
+
     if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
         duration, fct = run.duration_s, None
         # what arrived within the duration (the sender's queue drains after it, not counted)
@@ -326,8 +335,13 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, sink: dict, samples: list, 
         "bytes_lte": tx_delta(samples, p.sender_lte.ifname),
         # What crosses the interfaces more than once: segments the subflows retransmitted, and
         # MPTCP-level reinjections (data re-sent on another subflow after an MPTCP timeout).
-        "retrans_segs": mib_after.get("TcpRetransSegs", 0) - mib_before.get("TcpRetransSegs", 0),
-        "reinjections": mib_after.get("MPTcpExtMPTCPRetrans", 0) - mib_before.get("MPTcpExtMPTCPRetrans", 0),
+        "retrans_segs": moved("TcpRetransSegs"),
+        "reinjections": moved("MPTcpExtMPTCPRetrans"),
+        **joins.pair_summary(report["source"], p, homing_paths(run.homing)),
+        # The sender's path manager at work: joins it sent and saw answered, addresses announced to it.
+        "mp_join_syn_tx": moved("MPTcpExtMPJoinSynTx"),
+        "mp_join_synack_rx": moved("MPTcpExtMPJoinSynAckRx"),
+        "add_addr_rx": moved("MPTcpExtAddAddr"),
     }
 
 
@@ -336,7 +350,9 @@ def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, report
     """The run's time series tables, each only when the run has its data."""
     topo = ctx.topo
     timeseries = {"interfaces": interface_table(samples, topo), "received": received_table(reports, topo),
-                  "transfer_subflows": transfer_subflow_table(reports, topo)}
+                  "transfer_subflows": transfer_subflow_table(reports, topo),
+                  "subflow_life": joins.table([row for p in topo.pairs
+                                               for row in joins.life_rows(reports[p.sender]["source"], p.sender, p)])}
     if subflows:
         timeseries["subflows"] = subflow_table(subflows)
     if event_rows:
@@ -389,12 +405,15 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     reports, pairs, done = {}, [], {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        pairs.append(pair_row(run, by_sender[s], done[s], reports[s]["sink"], nodes.samples[s], mib_before[s],
+        pairs.append(pair_row(run, by_sender[s], done[s], reports[s], nodes.samples[s], mib_before[s],
                               nodes.mib_after[s]))
     marks.append(("collect", time.monotonic()))
 
+    needed = homing_paths(run.homing)
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
-                        subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets))
+                        subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
+                        join_problems={s: joins.join_problem(reports[s]["source"], by_sender[s], needed, ctx.limits)
+                                       for s in senders})
     details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
     timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)
     return RunRecord(

@@ -1,5 +1,6 @@
 """Deciding whether a run counts: ok, failed (it did not complete) or invalid (it completed,
-but not as configured: TCP fallback, a configured path left unused, a lagging emulator)."""
+but not as configured: TCP fallback, a path of the run's homing not established in time
+(rig.run.joins), a lagging emulator)."""
 
 from __future__ import annotations
 
@@ -22,7 +23,8 @@ class Verdict:
     lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
-def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits) -> tuple[str, str | None]:
+def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits,
+                  join_problem: str | None) -> tuple[str, str | None]:
     if transfer.timed_out:
         return "failed", f"timed out after {limits.run_timeout_s:g} s ({transfer.error})"
     if transfer.error:
@@ -35,12 +37,9 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
     if delta.get("MPTcpExtMPCapableSYNACKRX", 0) < run.connections:
         return "invalid", "connection was not MPTCP (no MP_CAPABLE handshake)"
 
+    if join_problem:
+        return "invalid", join_problem
     if run.homing == "dual":
-        # Every data connection must have joined its LTE subflow (the WiFi one is the initial),
-        # unless the transfer ended before a join could: a short flow rides its first subflow only.
-        lasted = run.duration_s if run.time_based else transfer.fct_s
-        if delta.get("MPTcpExtMPJoinSynAckRx", 0) < run.connections and (lasted or 0) >= limits.join_within_s:
-            return "invalid", f"used only the WiFi path (the LTE subflow never joined within {lasted:.1f} s)"
         total = pair["bytes_wifi"] + pair["bytes_lte"]
         for path in ("wifi", "lte"):
             if limits.min_path_share and total and pair[f"bytes_{path}"] < limits.min_path_share * total:
@@ -50,10 +49,13 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
 
 
 def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
-              lags: dict, radios_alive: dict, limits: Limits, subflow_problem: str | None = None) -> Verdict:
+              lags: dict, radios_alive: dict, limits: Limits, subflow_problem: str | None = None,
+              join_problems: dict[str, str | None] | None = None) -> Verdict:
+    """join_problems: sender -> why a connection lacked one of its paths in time (rig.run.joins)."""
     judged = []
     for p in pairs:
-        status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits)
+        status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
+                                       (join_problems or {}).get(p["sender"]))
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.

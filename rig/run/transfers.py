@@ -17,6 +17,10 @@ from rig.spec import Limits, Run
 # port's programs have their own keys at the agents.
 PORTS = (5301, 5302)
 SINK_GRACE_S = 10.0  # a sink waits this much longer than its sources may take
+# A connection that has written everything keeps its side open this long after its first SYN at
+# most, until each of its paths has a subflow (nodes/agent/rig_transfer.py --paths): far beyond
+# any join bound a working path needs (rig.run.joins), so only a path that never joins costs it.
+JOIN_WAIT_S = 5.0
 
 
 def other_port(port: int) -> int:
@@ -62,12 +66,13 @@ def sink_args(run: Run, limits: Limits, port: int, mptcp: bool = True, ahead_s: 
             "interval_ms": 1000 / limits.series_hz}
 
 
-def source_args(run: Run, limits: Limits, bind: str, target: str, port: int) -> dict:
-    """A run's source, held with its sockets prepared until released with its T0 (its start-up
-    is then not in the run's timing)."""
+def source_args(run: Run, limits: Limits, bind: str, target: str, port: int, paths: list[str]) -> dict:
+    """A run's source, held until released with its T0 (its start-up is then not in the run's
+    timing); `paths`, its local addresses that must each have a subflow."""
     amount = {"seconds": run.duration_s} if run.time_based else {"bytes": run.volume_bytes}
     return {"mode": "source", "port": port, "connections": run.connections, "target": target, "bind": bind,
-            **amount, "cc": run.cc, "hold": True, "sample_ms": 1000 / limits.series_hz}
+            **amount, "cc": run.cc, "hold": True, "sample_ms": 1000 / limits.series_hz,
+            "paths": paths, "join_wait_s": JOIN_WAIT_S}
 
 
 def _report(result: dict, who: str) -> tuple[dict, str | None]:

@@ -9,6 +9,7 @@ forked     the rig's transfer run in a fork of the agent (no new interpreter per
 sampling   interface counters and TCP sockets sampled during a run, kernel counters
 facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
 mptcp_info a connected MPTCP (or TCP) socket's subflows: tcp_info and addresses (rig_transfer.py)
+pm_events  the kernel MPTCP path manager's events in this namespace: subflows made and closed
 pathpolicy the loss-aware path policy: backup/restore decisions and their MPTCP endpoints
 timeline   a run's events as the node acts them out: interfaces down/up, impairments, endpoints renewed
 ccparams   run-time settings of the rig's BPF congestion controls (the fixed initial ssthresh)

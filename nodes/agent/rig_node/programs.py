@@ -49,9 +49,11 @@ def transfer(args: dict) -> list[str]:
     """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives. A source
     samples its subflows every `sample_ms`; `loss_aware` ({local address: loss fraction}) with
     `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy).
-    A source with `hold` prepares its sockets and waits for its start time (the `release` op)."""
+    A source with `hold` starts and waits for its start time (the `release` op); `paths` (local
+    addresses) are the paths each of its connections must have a subflow on, which a connection
+    that sent everything waits for up to `join_wait_s` after its start."""
     v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "hold", "timeout_s",
-                  "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s"}, "transfer")
+                  "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s", "paths", "join_wait_s"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
     # The command line the program takes; the agent runs it in a fork of itself (rig_node.forked),
     # so the interpreter's part is never started (-S: no site packages, stdlib only).
@@ -89,7 +91,10 @@ def transfer(args: dict) -> list[str]:
             raise v.Refused("transfer.loss_aware: no address")
         argv += ["--loss-aware", *(f"{v.ipv4(a, 'transfer.loss_aware')}="
                                    f"{v.number(f, f'transfer.loss_aware.{a}', 1e-6, 1.0)!r}" for a, f in thresholds.items())]
-    for key, flag, lo, hi in (("loss_window_s", "--loss-window-s", 0.1, 600), ("loss_hold_s", "--loss-hold-s", 0.1, 3600)):
+    if args.get("paths"):
+        argv += ["--paths", *(v.ipv4(a, "transfer.paths") for a in v.listed(args["paths"], "transfer.paths", 8))]
+    for key, flag, lo, hi in (("loss_window_s", "--loss-window-s", 0.1, 600), ("loss_hold_s", "--loss-hold-s", 0.1, 3600),
+                              ("join_wait_s", "--join-wait-s", 0.0, 600)):
         if key in args:  # without loss_aware: checked, and without effect
             argv += [flag, str(v.number(args[key], f"transfer.{key}", lo, hi))]
     return argv
