@@ -8,7 +8,7 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from rig import formats
+from rig.store import formats
 
 
 def _check_bundle(path: Path) -> None:

@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from rig.errors import InputError, RigError
+from rig.core.errors import InputError, RigError
 
 # name -> ("module:attribute", its one line in `rig --help`). Imported when invoked, so that a
 # command does not pay for the others' imports (pyarrow, pydantic models, matplotlib, ...) and one
@@ -16,12 +16,12 @@ from rig.errors import InputError, RigError
 COMMANDS = {
     "campaign": ("rig.campaign.cli:campaign", "Plan and run measurement campaigns."),
     "cc": ("rig.congestion:cc_cli", "The rig's congestion controls on this host."),
-    "doctor": ("rig.doctor:doctor", "Report what this host (or each node of --rig) can do for the rig."),
-    "emu": ("rig.emu.cli:emu", "Bring the emulated rig up, tear it down, or show it."),
+    "doctor": ("rig.ops.doctor:doctor", "Report what this host (or each node of --rig) can do for the rig."),
+    "emu": ("rig.rigs.emulated.cli:emu", "Bring the emulated rig up, tear it down, or show it."),
     "export": ("rig.export.cli:export", "Export a campaign as a dataset."),
     "influx": ("rig.influx.cli:influx", "The embedded InfluxDB (influxd 1.x on loopback)."),
-    "nightly": ("rig.nightly:nightly", "Run campaign CAMPAIGN_NAME unattended."),
-    "paths": ("rig.paths_cli:paths_cli", "Print {node: plan} as JSON."),
+    "nightly": ("rig.ops.nightly:nightly", "Run campaign CAMPAIGN_NAME unattended."),
+    "paths": ("rig.ops.paths_cli:paths_cli", "Print {node: plan} as JSON."),
     "report": ("rig.report.cli:report", "Write CAMPAIGN_DIR/report/index.html."),
     "sync": ("rig.influx.cli:sync", "Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet."),
 }

@@ -25,12 +25,13 @@ import time
 import uuid
 from pathlib import Path
 
-from rig.campaign.backends import configure_setup
-from rig.campaign.model import Limits
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.paths import node_plan
-from rig.run.agents import AgentPool
-from rig.transport.netns import NetnsTransport
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.model.routing import node_plan
+from rig.agents.client import AgentPool
+from rig.agents.netns import NetnsTransport
 
 PORT = 5301
 PATH = {"wifi": {"rate_bps": 10e6, "delay_ms": 10.0, "jitter_ms": 0.0, "direction": "both"},
@@ -136,7 +137,7 @@ def one(agents: AgentPool, rig: EmulatedRig, volume: int, workdir: Path) -> dict
 def main() -> None:
     reps = int(sys.argv[1]) if len(sys.argv) > 1 else 5
     rig = EmulatedRig("fc" + uuid.uuid4().hex[:5])
-    settings = RadioSettings("II", "n5", "band7-10mhz", 1, PATH)
+    settings = BlockSettings("II", "n5", "band7-10mhz", 1, PATH)
     workdir = Path("/tmp") / rig.prefix
     workdir.mkdir(exist_ok=True)
     try:

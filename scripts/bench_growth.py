@@ -7,7 +7,7 @@
 Every measurement runs in a fresh process, so each peak RSS (VmHWM) is that step's alone:
   plan     `rig campaign plan FILE` end to end (a 10- or 100-cell campaign x repetitions, the
            campaigns of scripts/bench_plan.py): wall and CPU seconds, peak RSS
-  record   what the runner does around each run, on the run store (rig.store): create the
+  record   what the runner does around each run, on the run store (rig.store.writer): create the
            campaign directory (plan.json), then record runs as `rig campaign run` does after each
            one (store.write_run + store.write_runs_table) with a 5-pair record and no time
            series: ms per run for the first and the last 10 runs recorded, peak RSS. All runs
@@ -86,7 +86,7 @@ def measure_plan(file: Path) -> dict:
 # -- record and resume (child processes) ----------------------------------------------------------
 
 def _record(run, store) -> None:
-    from rig.store import RunRecord, utc_now
+    from rig.store.writer import RunRecord, utc_now
 
     now = utc_now()
     pairs = [{"pair": p, "sender": f"s{p}", "receiver": f"r{p}", "started_at": now, "duration_s": 1.5,
@@ -101,7 +101,7 @@ def _record(run, store) -> None:
 
 def child_record(file: str, out: str, record: int) -> dict:
     from rig.campaign.plan import load_plan
-    from rig.store import CampaignStore
+    from rig.store.writer import CampaignStore
 
     t0 = time.perf_counter()
     plan = load_plan(file)
@@ -119,7 +119,7 @@ def child_record(file: str, out: str, record: int) -> dict:
 
 def child_resume(file: str, out: str) -> dict:
     from rig.campaign.plan import load_plan
-    from rig.store import CampaignStore
+    from rig.store.writer import CampaignStore
 
     plan = load_plan(file)
     t0 = time.perf_counter()
@@ -137,7 +137,7 @@ def write_runs_table(runs: int, path: Path) -> None:
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from rig.store import RUNS_SCHEMA
+    from rig.store.writer import RUNS_SCHEMA
 
     n = runs * 5
     columns = {}

@@ -42,10 +42,11 @@ import time
 from datetime import datetime
 from pathlib import Path
 
-from rig.emu import mgmt
-from rig.emu.inventory import emulated_inventory
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.transport.netns import AGENT
+from rig.rigs.emulated import mgmt
+from rig.rigs.emulated.inventory import emulated_inventory
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.agents.netns import AGENT
 
 PREFIX = "ls"
 SETUP = "I"
@@ -131,7 +132,7 @@ class Sampler(threading.Thread):
 def inner(argv: list[str]) -> None:
     """In the management namespace: the campaign through the lab backend, with SSH control
     sockets of its own (the lab's default directory may be in use by another run)."""
-    from rig.campaign.backends import LabBackend
+    from rig.rigs.backends import LabBackend
     from rig.campaign.runner import run_campaign
 
     file, inventory, out, control = map(Path, argv)
@@ -214,7 +215,7 @@ def main() -> None:
     rig.down()  # what an interrupted run of this script left (the lock says no one else uses it)
     sampler = None
     try:
-        rig.up(RadioSettings(SETUP, "n5", "band7-10mhz", args.pairs, {}), ssh=True)
+        rig.up(BlockSettings(SETUP, "n5", "band7-10mhz", args.pairs, {}), ssh=True)
         topo = rig.topo
         senders, receivers = [p.sender for p in topo.pairs], [p.receiver for p in topo.pairs]
         # As tests/test_lab_backend.py: the emulated cell's modems need a next hop, and the agent is

@@ -24,9 +24,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from rig.emu.control import PipeChange  # noqa: E402
-from rig.emu.radio import RadioProcess  # noqa: E402
-from rig.emu.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss  # noqa: E402
+from rig.rigs.emulated.control import PipeChange  # noqa: E402
+from rig.rigs.emulated.radio import RadioProcess  # noqa: E402
+from rig.rigs.emulated.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss  # noqa: E402
 
 SUBNET = "10.215.0"
 

@@ -103,7 +103,7 @@ def print_budget(b: dict) -> None:
 
 
 def run(file: Path, prefix: str, out: Path) -> dict:
-    from rig.campaign.backends import EmulatedBackend
+    from rig.rigs.backends import EmulatedBackend
     from rig.campaign.runner import run_campaign
 
     load_before = os.getloadavg()

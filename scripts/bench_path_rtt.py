@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Configured vs measured path RTT on the emulated rig (links radios), per setup: each path's RTT
-is the sum of its four hop directions' one-way delays (rig.emu.impairments); the minimum of 40
+is the sum of its four hop directions' one-way delays (rig.rigs.emulated.impairments); the minimum of 40
 pings from the sender's address on that path measures it. Jitter is set to 0 on every hop.
 
     .venv/bin/python scripts/bench_path_rtt.py            # needs root; ~10 s per setup
@@ -12,12 +12,13 @@ import re
 import subprocess
 import uuid
 
-from rig.campaign.backends import configure_setup
-from rig.campaign.model import Limits
-from rig.emu import impairments
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.run.agents import AgentPool
-from rig.transport.netns import NetnsTransport
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits
+from rig.rigs.emulated import impairments
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.agents.client import AgentPool
+from rig.agents.netns import NetnsTransport
 
 STEADY = {hop: {"jitter_ms": 0.0, "direction": "both"} for hop in impairments.HOPS}
 IMPAIRED = {**STEADY, "wifi": {"delay_ms": 10.0, "jitter_ms": 0.0, "direction": "both"},
@@ -33,12 +34,12 @@ def min_rtt_ms(netns: str, src: str, dst: str) -> float:
 
 def measure(setup: str, imp: dict) -> list[tuple[str, float, float]]:
     rig = EmulatedRig("rb" + uuid.uuid4().hex[:5])
-    settings = RadioSettings(setup, "n5", "band7-10mhz", 1, imp)
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp)
     try:
         rig.up(settings)
         with AgentPool(NetnsTransport(rig.prefix), rig.topo.nodes) as agents:
             ctx = configure_setup(rig, agents, settings, Limits())
-        delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in ctx.hops}
+        delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in ctx.radios.hops}
         p, out = rig.topo.pairs[0], []
         for path, hops, src, dst in (("wifi", ("wifi", "receiver_a"), p.sender_wifi, p.receiver_a),
                                      ("lte", ("lte", "receiver_b"), p.sender_lte, p.receiver_b)):

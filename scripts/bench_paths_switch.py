@@ -33,12 +33,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from rig.emu import netns as rig_netns  # noqa: E402
-from rig.paths import node_plan  # noqa: E402
-from rig.run.agents import AgentPool  # noqa: E402
-from rig.topology import topology  # noqa: E402
-from rig.transport import popen_agent  # noqa: E402
-from rig.transport.netns import AGENT, NetnsTransport  # noqa: E402
+from rig.rigs.emulated import netns as rig_netns  # noqa: E402
+from rig.model.routing import node_plan  # noqa: E402
+from rig.agents.client import AgentPool  # noqa: E402
+from rig.model.topology import topology  # noqa: E402
+from rig.agents.transport import popen_agent  # noqa: E402
+from rig.agents.netns import AGENT, NetnsTransport  # noqa: E402
 
 SWITCHES = [("dual", "lte"), ("lte", "wifi"), ("wifi", "dual")]
 

@@ -50,7 +50,7 @@ def growth_campaign(runs: int) -> str:
 def timed_plan(text: str, source: str) -> dict:
     """Expand and estimate `text` once; seconds per stage."""
     from rig.campaign.estimate import plan_seconds, run_estimates
-    from rig.campaign.model import parse_campaign
+    from rig.model.campaign import parse_campaign
     from rig.campaign.plan import expand
 
     campaign = parse_campaign(text, source)

@@ -24,10 +24,10 @@ sys.path.insert(0, str(ROOT))
 
 
 def once(file: Path, prefix: str) -> list[float]:
-    from rig.campaign.backends import EmulatedBackend
-    from rig.campaign.model import load_campaign
+    from rig.rigs.backends import EmulatedBackend
+    from rig.model.campaign import load_campaign
     from rig.campaign.plan import expand
-    from rig.emu.rig import RadioSettings
+    from rig.model.block import BlockSettings
 
     campaign = load_campaign(file)
     plan = expand(campaign, str(file))
@@ -39,7 +39,7 @@ def once(file: Path, prefix: str) -> list[float]:
             if run.radio_key in seen:
                 continue
             seen.append(run.radio_key)
-            settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, {}, campaign.radios)
+            settings = BlockSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, {}, campaign.radios)
             t = time.monotonic()
             backend.block(settings, campaign.limits)
             times.append(time.monotonic() - t)

@@ -22,8 +22,8 @@ from pathlib import Path
 
 from calibration_runs import run_cases  # puts the repository on sys.path
 
-from rig.emu.radiospec import LteCell, LteTtiCell, lte_tti_config
-from rig.profiles import lte_profile, lte_profiles
+from rig.rigs.emulated.radiospec import LteCell, LteTtiCell, lte_tti_config
+from rig.model.profiles import lte_profile, lte_profiles
 
 RLC_BUFFER_BYTES = 256 * 1024  # both models' per-UE RLC buffer (kind lte's default)
 LOAD_SHARE = {"saturated": 2.0, "light": 0.2}  # offered rate per UE / (reference rate / N)

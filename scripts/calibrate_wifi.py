@@ -40,12 +40,12 @@ from pathlib import Path
 
 from calibration_runs import emulator, run_cases  # puts the repository on sys.path
 
-from rig.emu.radio import RadioProcess
-from rig.emu.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss, _wifi_channel
-from rig.profiles import wifi_profile
+from rig.rigs.emulated.radio import RadioProcess
+from rig.rigs.emulated.radiospec import Pipe, RadioNetworkSpec, Station, WifiBss, _wifi_channel
+from rig.model.profiles import wifi_profile
 
 PACKET_BYTES = 1500
-# The PHY data rate of each profile's fixed mode (rig/emu/ns3/dcf_phy.cc, wifi.cc).
+# The PHY data rate of each profile's fixed mode (rig/rigs/emulated/ns3/dcf_phy.cc, wifi.cc).
 PHY_RATE = {("g", 20): 54e6, ("a", 20): 54e6, ("n", 20): 65e6, ("n", 40): 135e6,
             ("ac", 20): 78e6, ("ac", 40): 180e6, ("ac", 80): 390e6}
 

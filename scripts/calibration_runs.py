@@ -18,7 +18,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from rig.emu.build import build  # noqa: E402
+from rig.rigs.emulated.build import build  # noqa: E402
 
 
 def emulator() -> Path:

@@ -19,7 +19,7 @@ APT_PACKAGES=(
   systemd                            # systemd-analyze verifies the nightly units
   bash dash coreutils grep sed findutils util-linux dpkg apt  # essential already; the rig runs them
 )
-# Every program the rig runs (rig/programs.py) comes from one of these packages: tests/test_install.py
+# Every program the rig runs (rig/ops/host_tools.py) comes from one of these packages: tests/test_install.py
 # checks it with dpkg -S.
 
 missing=()
@@ -46,7 +46,7 @@ if [ ! -f "$stamp" ]; then
 fi
 
 echo "==> building the ns-3 emulator"
-.venv/bin/python -m rig.emu.build
+.venv/bin/python -m rig.rigs.emulated.build
 echo "==> building the BPF congestion controls"
 make -s -C nodes/bpf  # into nodes/bpf/build (rig.congestion.BUILD_DIR)
 ln -sf "$PWD/.venv/bin/rig" /usr/local/bin/rig

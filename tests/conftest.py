@@ -54,8 +54,8 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
 @pytest.fixture
 def rig_prefix():
     """A unique prefix for an emulated rig; the rig is torn down afterwards, also on failure."""
-    from rig.emu import netns
-    from rig.emu.rig import EmulatedRig
+    from rig.rigs.emulated import netns
+    from rig.rigs.emulated.emulated_rig import EmulatedRig
 
     prefix = "t" + uuid.uuid4().hex[:5]
     yield prefix
@@ -68,6 +68,6 @@ def emulator():
     """The ns-3 emulator binary, built if needed (the README's setup builds it too)."""
     if os.geteuid() != 0:
         pytest.fail("the emulated-rig tests need root (network namespaces, TAP devices)")
-    from rig.emu.build import build
+    from rig.rigs.emulated.build import build
 
     return build()

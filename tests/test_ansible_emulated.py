@@ -23,11 +23,11 @@ from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import REPO, run_rig
 from fixtures.etc_fingerprint import etc_fingerprint
 from rig import congestion
-from rig.emu import mgmt, netns
-from rig.emu.rig import STATE_ROOT, EmulatedRig
-from rig.topology import topology
-from rig.paths import node_plan
-from rig.transport.ssh import SshTransport
+from rig.rigs.emulated import mgmt, netns
+from rig.rigs.emulated.emulated_rig import STATE_ROOT, EmulatedRig
+from rig.model.topology import topology
+from rig.model.routing import node_plan
+from rig.agents.ssh import SshTransport
 
 AGENT = "/opt/rig/rig_agent.py"  # the role's node_agent_path
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)

@@ -105,7 +105,7 @@ class Scratch:
                     p.wait()
             leftover = _namespaces(self.prefix)
             if leftover:  # a command that got through: tear down what it built
-                from rig.emu.rig import EmulatedRig
+                from rig.rigs.emulated.emulated_rig import EmulatedRig
                 EmulatedRig(self.prefix).down()
         shown = []
         for r, p, (out, err) in zip(refusals, procs, outputs):

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from fixtures.cli import REPO, run_rig
-from rig.campaign.model import parse_campaign
-from rig.errors import InputError
+from rig.model.campaign import parse_campaign
+from rig.core.errors import InputError
 
 GOOD = (REPO / "campaigns" / "default.yaml").read_text()
 
@@ -82,7 +82,7 @@ def test_unknown_lte_profile_is_refused_before_anything_is_written(tmp_path, rig
     assert p.returncode == 2 and p.stderr.count("\n") == 1, p.stderr
     assert f"{bad}: lte_profile: unknown LTE profile 'band99-1mhz'" in p.stderr
     assert not out.exists()
-    from rig.emu import netns
+    from rig.rigs.emulated import netns
     assert netns.with_prefix(rig_prefix) == []
 
 

@@ -12,7 +12,7 @@ import time
 import pytest
 
 from rig import congestion
-from rig.errors import RigError
+from rig.core.errors import RigError
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 

@@ -18,9 +18,9 @@ import pytest
 
 from fixtures.radio_net import SUBNET, star
 from fixtures.radio_traffic import NO_IMPAIRMENT, iperf_server
-from rig.emu.radio import RadioProcess
-from rig.emu.radiospec import RadioNetworkSpec, Station, WifiBss
-from rig.errors import RigError
+from rig.rigs.emulated.radio import RadioProcess
+from rig.rigs.emulated.radiospec import RadioNetworkSpec, Station, WifiBss
+from rig.core.errors import RigError
 
 pytestmark = [
     pytest.mark.emulated,

@@ -8,10 +8,10 @@ import time
 
 import pytest
 
-from rig.campaign.model import parse_campaign
+from rig.model.campaign import parse_campaign
 from rig.campaign.plan import expand
 from rig.campaign.runner import _Recorder
-from rig.store import CampaignStore, RunRecord
+from rig.store.writer import CampaignStore, RunRecord
 
 TEXT = "name: held\nsetups: [I]\nrepetitions: 2\nfactors: {homing: [dual, lte]}\n"
 

@@ -256,16 +256,17 @@ def test_a_block_change_restarts_only_the_radio_networks_that_change(emulator, r
     """Setup I -> II: AP1 (senders) and AP2 (receivers' A side in both) keep running with their
     TAPs; the cell (receivers' B side in Setup I only) restarts and AP3 starts, side by side;
     every station TAP is in its host under its name."""
-    from rig.emu import netns
-    from rig.emu.rig import EmulatedRig, RadioSettings
+    from rig.rigs.emulated import netns
+    from rig.rigs.emulated.emulated_rig import EmulatedRig
+    from rig.model.block import BlockSettings
 
     rig = EmulatedRig(rig_prefix)
-    first = RadioSettings("I", "n5", "band7-10mhz", 1, {})
+    first = BlockSettings("I", "n5", "band7-10mhz", 1, {})
     rig.up(first)
     pids = {n: p.pid for n, p in rig.radios.items()}
     rig.attach_radios(first)  # the same block again: nothing restarts
     assert {n: p.pid for n, p in rig.radios.items()} == pids
-    rig.attach_radios(RadioSettings("II", "n5", "band7-10mhz", 1, {}))
+    rig.attach_radios(BlockSettings("II", "n5", "band7-10mhz", 1, {}))
     kept = {n for n, p in rig.radios.items() if pids.get(n) == p.pid}
     assert kept == {"ap1", "ap2"} and set(rig.radios) == {"ap1", "ap2", "ap3", "cell"}, (pids, rig.radios)
     for host, ifname in rig.stations.values():

@@ -10,7 +10,8 @@ import pytest
 
 from fixtures.cli import run_rig
 from fixtures.etc_fingerprint import etc_fingerprint
-from rig.emu.rig import EmulatedRig, RadioSettings
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
 
 pytestmark = pytest.mark.emulated
 
@@ -18,7 +19,7 @@ pytestmark = pytest.mark.emulated
 def test_ssh_reaches_nodes_whose_writes_stay_private(emulator, rig_prefix):
     before = etc_fingerprint()
     rig = EmulatedRig(rig_prefix)
-    rig.up(RadioSettings("II", "n5", "band7-10mhz", 1, {}), ssh=True)
+    rig.up(BlockSettings("II", "n5", "band7-10mhz", 1, {}), ssh=True)
     t = rig.ssh_transport(provisioning=True)  # the key that gets a shell (the runner's gets only the agent)
     p = subprocess.run(t.argv("s1", ["sh", "-c", "echo node > /etc/rig-node-file && cat /etc/rig-node-file && ip -br addr show mgmt0"]),
                        capture_output=True, text=True, timeout=30)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.campaign_dir import SECRET_KI, SECRET_PSK, SECRET_TOKEN, write_campaign
 
-from rig.errors import RigError
+from rig.core.errors import RigError
 from rig.export import export_campaign, verify
 
 RIG = str(Path(sys.executable).with_name("rig"))

@@ -22,8 +22,8 @@ import pyarrow.parquet as pq
 import pytest
 
 from fixtures.cli import REPO, run_rig
-from rig.emu import netns
-from rig.emu.rig import STATE_ROOT
+from rig.rigs.emulated import netns
+from rig.rigs.emulated.emulated_rig import STATE_ROOT
 
 pytestmark = pytest.mark.emulated
 

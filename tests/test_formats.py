@@ -14,12 +14,12 @@ from fixtures.campaign_dir import write_campaign
 from fixtures.run_record import SMALL_CAMPAIGN, run_record
 
 from analysis.load import load_runs, load_series, run_outcomes
-from rig import formats
-from rig.campaign.model import parse_campaign
+from rig.store import formats
+from rig.model.campaign import parse_campaign
 from rig.campaign.plan import expand
-from rig.errors import InputError
+from rig.core.errors import InputError
 from rig.export import export_campaign, verify
-from rig.store import CampaignStore
+from rig.store.writer import CampaignStore
 
 RIG = str(Path(sys.executable).with_name("rig"))
 

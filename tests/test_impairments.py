@@ -12,17 +12,18 @@ from dataclasses import replace
 
 import pytest
 
-from rig.campaign.backends import configure_setup
-from rig.campaign.model import Limits, parse_campaign
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
-from rig.emu import impairments
-from rig.emu.radiospec import Pipe
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.topology import topology
-from rig.errors import InputError
-from rig.run.agents import AgentPool
+from rig.rigs.emulated import impairments
+from rig.rigs.emulated.radiospec import Pipe
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.model.topology import topology
+from rig.core.errors import InputError
+from rig.agents.client import AgentPool
 from rig.run.execute import execute_run
-from rig.transport.netns import NetnsTransport
+from rig.agents.netns import NetnsTransport
 
 BASE = Pipe(rate_bps=20e6, delay_s=0.002, jitter_s=0.0, loss=0.0)
 
@@ -75,7 +76,7 @@ CAMPAIGN = "name: imp\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB], homing: [
 def _rig_run(prefix: str, setup: str, imp: dict, homing: str = "lte"):
     """One run on a fresh 1-pair rig with these impairments; its record, and the rig still up."""
     rig = EmulatedRig(prefix)
-    settings = RadioSettings(setup, "n5", "band7-10mhz", 1, imp)
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp)
     rig.up(settings)
     agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
     try:

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 from fixtures.campaign_dir import write_campaign
 
-from rig.errors import InputError
+from rig.core.errors import InputError
 from rig.influx import Sink, sync
 from rig.influx import server
 from rig.influx.config import InfluxConfig, load_config

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.cli import REPO
-from rig.programs import BY_NAME, PROGRAMS, which
+from rig.ops.host_tools import BY_NAME, PROGRAMS, which
 
 INSTALL = REPO / "scripts" / "install.sh"
 
@@ -160,7 +160,7 @@ def test_code_runs_no_program_missing_from_the_list():
     # the scan itself works: it sees the programs every run uses
     assert {"ip", "iperf3", "mptcpize", "sysctl", "ss", "bpftool", "ansible-inventory", "git"} <= set(found), found
     unknown = {name: where for name, where in found.items() if name not in BY_NAME and name not in ELSEWHERE}
-    assert not unknown, f"programs run by the code but missing from rig/programs.py: {unknown}"
+    assert not unknown, f"programs run by the code but missing from rig/ops/host_tools.py: {unknown}"
 
 
 # --- install.sh ----------------------------------------------------------------------------------

@@ -12,9 +12,10 @@ import pytest
 
 from fixtures.cli import REPO
 from rig import congestion
-from rig.emu.inventory import emulated_inventory
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.transport.netns import AGENT
+from rig.rigs.emulated.inventory import emulated_inventory
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.agents.netns import AGENT
 
 pytestmark = pytest.mark.emulated
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.emulated
 def lab(emulator, rig_prefix, tmp_path):
     """An emulated rig up with --ssh, and an inventory of it in the lab's shape."""
     rig = EmulatedRig(rig_prefix)
-    rig.up(RadioSettings("II", "n5", "band7-10mhz", 1, {}), ssh=True)
+    rig.up(BlockSettings("II", "n5", "band7-10mhz", 1, {}), ssh=True)
     inv = tmp_path / "lab.ini"
     # The emulated cell's modems need a next hop (the lab's raw-IP modems do not); the agent is
     # this checkout's (the node role would have put it at /opt/rig/rig_agent.py).

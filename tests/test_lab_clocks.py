@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from rig_node import facts
 
-from rig.lab import Lab, check_clocks, clock_problems
+from rig.rigs.lab import Lab, check_clocks, clock_problems
 
 SYNCED = ("0A000002,10.0.0.2,9,1795424741.302561493,-0.000012000,0.000004000,0.000020000,"
           "-0.002,0.001,0.050,0.000150000,0.000030000,16.2,Normal\n")

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from rig.emu.control import PipeChange
-from rig.emu.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
-from rig.emu.traces import load_trace
-from rig.errors import InputError, RigError
+from rig.rigs.emulated.control import PipeChange
+from rig.rigs.emulated.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
+from rig.model.traces import load_trace
+from rig.core.errors import InputError, RigError
 from fixtures.radio_net import SUBNET, UE_SUBNET, cell, star
 
 pytestmark = [
@@ -261,10 +261,11 @@ def test_bad_trace_files(tmp_path):
 
 
 def test_emulated_rig_finds_a_nodes_station(emulator, rig_prefix):
-    from rig.emu.rig import EmulatedRig, RadioSettings
+    from rig.rigs.emulated.emulated_rig import EmulatedRig
+    from rig.model.block import BlockSettings
 
     rig = EmulatedRig(rig_prefix)
-    rig.up(RadioSettings("II", "n5", "band7-10mhz", 1, {}))
+    rig.up(BlockSettings("II", "n5", "band7-10mhz", 1, {}))
     lte = next(i for i in rig.topo.interfaces if i.network == "cell")
     network, tap = rig.station_tap(lte.host, lte.ifname)
     assert network == "cell" and rig.stations[tap] == (lte.host, lte.ifname)

@@ -1,10 +1,10 @@
-"""A JSON-lines log read as it grows (rig/emu/logtail.py): each row parsed once, a partial last
+"""A JSON-lines log read as it grows (rig/rigs/emulated/logtail.py): each row parsed once, a partial last
 line left for later, a log written anew read from its start, old rows let go."""
 
 import json
 import os
 
-from rig.emu.logtail import JsonlTail
+from rig.rigs.emulated.logtail import JsonlTail
 
 
 def _append(path, *rows, end="\n"):

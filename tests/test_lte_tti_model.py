@@ -16,8 +16,8 @@ import pytest
 
 from fixtures.radio_net import star
 from fixtures.radio_traffic import NO_IMPAIRMENT, TCP_PAYLOAD_SHARE, goodputs_bps
-from rig.emu.radiospec import LteTtiCell, RadioNetworkSpec, Station
-from rig.profiles import lte_profile
+from rig.rigs.emulated.radiospec import LteTtiCell, RadioNetworkSpec, Station
+from rig.model.profiles import lte_profile
 
 pytestmark = [
     pytest.mark.emulated,
@@ -90,7 +90,7 @@ def test_harq_retransmissions_at_the_target_bler_are_counted(emulator, netns, tm
 
 
 def test_per_ue_sinr_and_sinr_trace_set_the_mcs(emulator, netns, tmp_path):
-    from rig.emu.radiospec import LteTtiUe
+    from rig.rigs.emulated.radiospec import LteTtiUe
 
     # ltt0 at 8 dB all along (MCS 8); ltt1 at the cell's 18.8 dB (MCS 20), 8 dB from 4 s on.
     ues = {"ltt0": LteTtiUe(ul_sinr_db=8.0), "ltt1": LteTtiUe(ul_sinr_trace=((0.0, 18.8), (4.0, 8.0)))}

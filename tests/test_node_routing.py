@@ -19,15 +19,16 @@ from pathlib import Path
 import pytest
 
 from fixtures.routing_state import ip, state
-from rig.campaign.backends import configure_setup
-from rig.campaign.model import Limits, parse_campaign
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.topology import topology
-from rig.paths import HOMINGS, node_plan
-from rig.run.agents import AgentPool
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.model.topology import topology
+from rig.model.routing import HOMINGS, node_plan
+from rig.agents.client import AgentPool
 from rig.run.execute import execute_run
-from rig.transport.netns import AGENT, NetnsTransport
+from rig.agents.netns import AGENT, NetnsTransport
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 
@@ -99,7 +100,7 @@ def test_senders_subflows_take_exactly_the_paired_paths(emulator, rig_prefix, se
     """On the emulated rig, two pairs: each sender's data subflows are WiFi -> its receiver's A
     address and LTE -> its B address, nothing else; single-homed runs use one of them."""
     rig = EmulatedRig(rig_prefix)
-    settings = RadioSettings(setup, "n5", "band7-10mhz", 2, {}, "links")
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 2, {}, "links")
     rig.up(settings)
     agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
     try:

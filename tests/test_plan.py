@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 from fixtures.cli import run_rig
-from rig.campaign.model import parse_campaign
+from rig.model.campaign import parse_campaign
 from rig.campaign.plan import expand
-from rig.errors import InputError
+from rig.core.errors import InputError
 
 TEXT = """
 name: t
@@ -75,7 +75,7 @@ def test_a_profile_is_parsed_once_and_again_after_an_edit(tmp_path):
     import os
     import shutil
 
-    from rig.profiles import RADIO_CONFIGS, wifi_profile
+    from rig.model.profiles import RADIO_CONFIGS, wifi_profile
 
     shutil.copytree(RADIO_CONFIGS / "wifi", tmp_path / "wifi")
     first = wifi_profile("n5", root=tmp_path)
@@ -179,7 +179,7 @@ def test_a_loss_level_is_the_runs_loss_event_from_t0():
     """Exactly the event a campaign writes by hand, after the campaign's own: one way a loss is
     applied, recorded and restored."""
     from rig.run.timeline import run_events
-    from rig.spec import Event
+    from rig.model.spec import Event
 
     plan = expand(parse_campaign(GRID, "t"))
     run = next(r for r in plan.runs if r.wifi_loss_pct == 10)
@@ -191,8 +191,9 @@ def test_a_loss_level_is_the_runs_loss_event_from_t0():
 
 
 def test_a_rate_level_sets_both_sender_links():
-    from rig.emu.impairments import station_pipes, with_link_rate
-    from rig.emu.radiospec import Pipe
+    from rig.rigs.emulated.impairments import station_pipes
+    from rig.model.block import with_link_rate
+    from rig.rigs.emulated.radiospec import Pipe
 
     hops = {"wifi": {"delay_ms": 5, "rate_bps": 30e6, "direction": "up"}, "receiver_a": {"delay_ms": 1}}
     assert with_link_rate(hops, None) is hops
@@ -243,7 +244,7 @@ def test_campaigns_without_the_grid_factors_plan_as_before():
     import hashlib
     from pathlib import Path
 
-    from rig.campaign.model import load_campaign
+    from rig.model.campaign import load_campaign
 
     campaigns = Path(__file__).resolve().parents[1] / "campaigns"
     compared = 0

@@ -6,8 +6,8 @@ import shutil
 
 import pytest
 
-from rig.errors import InputError
-from rig.profiles import (
+from rig.core.errors import InputError
+from rig.model.profiles import (
     RADIO_CONFIGS,
     ht40_secondary_offset,
     lte_profile,

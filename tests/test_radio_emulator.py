@@ -20,9 +20,9 @@ import pytest
 
 from fixtures.radio_net import SUBNET, UE_SUBNET, cell, sh, star
 from fixtures.radio_traffic import NO_IMPAIRMENT, TCP_PAYLOAD_SHARE, goodputs_bps, iperf_client, iperf_result, iperf_server
-from rig.emu.build import emulator_binary, is_up_to_date
-from rig.emu.radio import LagStats, RadioProcess
-from rig.emu.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
+from rig.rigs.emulated.build import emulator_binary, is_up_to_date
+from rig.rigs.emulated.radio import LagStats, RadioProcess
+from rig.rigs.emulated.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
 
 pytestmark = [
     pytest.mark.emulated,

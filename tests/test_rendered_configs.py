@@ -22,7 +22,7 @@ import pytest
 import yaml
 
 from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
-from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
+from rig.model.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
 
 GOLDEN = Path(__file__).resolve().parent / "golden" / "rendered"
 HOSTAPD = shutil.which("hostapd") or "/usr/sbin/hostapd"
@@ -412,8 +412,8 @@ def test_subscribers_are_the_nodes_with_static_ips_in_the_pool(rendered):
 def test_node_role_stores_the_plan_rig_paths_computes(rendered, setup):
     """The node role's routing is `rig paths`' (one owner): what it stores for each node is that
     node's plan; tests/test_node_routing.py checks what applying a plan does to a node."""
-    from rig.lab import lab_topology, load_lab
-    from rig.paths import node_plan
+    from rig.rigs.lab import lab_topology, load_lab
+    from rig.model.routing import node_plan
 
     topo = lab_topology(load_lab(ANSIBLE.parent / "inventory.ini"), setup, 1)
     for host in ("s1", "r1"):

@@ -18,8 +18,8 @@ import pytest
 
 from fixtures.node_agent import AGENT
 from fixtures.routing_state import ip, state
-from rig.paths import node_plan
-from rig.topology import topology
+from rig.model.routing import node_plan
+from rig.model.topology import topology
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root (network namespaces)")
 

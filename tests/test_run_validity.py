@@ -11,14 +11,15 @@ from datetime import datetime
 
 import pytest
 
-from rig.campaign.model import Limits, parse_campaign
+from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
-from rig.campaign.backends import configure_setup
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.run.agents import AgentPool
+from rig.rigs.backends import configure_setup
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.agents.client import AgentPool
 from rig.run import transfers
 from rig.run.execute import execute_run
-from rig.transport.netns import NetnsTransport
+from rig.agents.netns import NetnsTransport
 
 pytestmark = pytest.mark.emulated
 
@@ -28,7 +29,7 @@ CAMPAIGN = "name: v\nsetups: [I]\npairs: 1\nfactors: {volume: [4MB]}\n"
 @pytest.fixture
 def one_pair_rig(emulator, rig_prefix):
     rig = EmulatedRig(rig_prefix)
-    settings = RadioSettings("I", "n5", "band7-10mhz", 1, {})
+    settings = BlockSettings("I", "n5", "band7-10mhz", 1, {})
     rig.up(settings)
     agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
     try:
@@ -89,7 +90,7 @@ def test_dead_emulator_is_invalid(one_pair_rig):
     rig, ctx = one_pair_rig
     rec_ok = execute_run(ctx, _run())
     assert rec_ok.status == "ok", rec_ok.reason
-    ctx.radios["ap2"].stop()  # the receivers' BSS disappears
+    ctx.radios.processes["ap2"].stop()  # the receivers' BSS disappears
     rec = execute_run(ctx, _run())
     assert rec.status in ("invalid", "failed") and "emulator for ap2 exited" in rec.reason, rec.reason
 
@@ -190,7 +191,7 @@ def test_the_previous_runs_subflows_still_closing_are_not_this_runs():
 
 
 def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
-    from rig.campaign.model import Limits
+    from rig.model.campaign import Limits
     from rig.campaign.plan import Run
     from rig.run.judge import judge_run
     from rig.run.transfers import PairTransfer
@@ -219,7 +220,7 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
 
 
 def test_the_networks_a_run_crosses():
-    from rig.topology import topology
+    from rig.model.topology import topology
 
     assert topology("I", 2).networks_crossed("wifi") == {"ap1", "ap2"}
     assert topology("I", 2).networks_crossed("lte") == {"cell"}
@@ -238,8 +239,8 @@ def _established(t: float, local: str, remote: str, first: bool = False) -> dict
 
 def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     from rig.run.joins import join_problem
-    from rig.spec import Limits
-    from rig.topology import topology
+    from rig.model.spec import Limits
+    from rig.model.topology import topology
 
     pair = topology("I", 1).pairs[0]
     w, l = f"{pair.sender_wifi.address}", f"{pair.sender_lte.address}"

@@ -16,14 +16,15 @@ import pytest
 
 from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import run_rig
-from rig.emu import mgmt
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.errors import RigError
-from rig.lab import CONTROL_DIR
-from rig.transport.ssh import SshTransport
+from rig.rigs.emulated import mgmt
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.core.errors import RigError
+from rig.rigs.lab import CONTROL_DIR
+from rig.agents.ssh import SshTransport
 
 RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
-SETTINGS = RadioSettings("II", "n5", "band7-10mhz", 1, {})
+SETTINGS = BlockSettings("II", "n5", "band7-10mhz", 1, {})
 HELLO = '{"op": "hello"}\n{"op": "quit"}\n'
 
 

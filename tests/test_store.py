@@ -7,9 +7,9 @@ import json
 import pyarrow.parquet as pq
 
 from fixtures.run_record import SMALL_CAMPAIGN, run_record
-from rig.campaign.model import parse_campaign
+from rig.model.campaign import parse_campaign
 from rig.campaign.plan import expand
-from rig.store import RUNS_SCHEMA, CampaignStore
+from rig.store.writer import RUNS_SCHEMA, CampaignStore
 
 
 def test_runs_are_written_whole_and_table_follows(tmp_path):

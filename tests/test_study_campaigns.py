@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from rig.campaign.model import load_campaign
+from rig.model.campaign import load_campaign
 from rig.campaign.plan import expand
 from rig.run.timeline import check_for_lab
 

@@ -17,15 +17,16 @@ from rig_node.ops import Agent  # the node agent's code, in this process (tests/
 from rig_node.timeline import netem_argv, netem_available
 from rig_node.validate import Refused
 
-from rig.campaign.backends import configure_setup
-from rig.campaign.model import Limits, parse_campaign
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
-from rig.emu.rig import EmulatedRig, RadioSettings
-from rig.errors import InputError
-from rig.run.agents import AgentPool
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.core.errors import InputError
+from rig.agents.client import AgentPool
 from rig.run.execute import execute_run
 from rig.run.timeline import check_for_lab
-from rig.transport.netns import NetnsTransport
+from rig.agents.netns import NetnsTransport
 
 
 def test_events_the_lab_cannot_act_out_are_refused_before_anything_runs():
@@ -41,7 +42,7 @@ def test_events_the_lab_cannot_act_out_are_refused_before_anything_runs():
 @contextmanager
 def one_pair_rig(prefix: str, setup: str = "II"):
     rig = EmulatedRig(prefix)
-    settings = RadioSettings(setup, "n5", "band7-10mhz", 1, {})
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, {})
     rig.up(settings)
     agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
     try:
@@ -211,7 +212,7 @@ loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow st
 def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
     import sys
 
-    holder = subprocess.Popen([sys.executable, "-c", f"from rig.emu.rig import EmulatedRig; EmulatedRig({rig_prefix!r}).claim(); "
+    holder = subprocess.Popen([sys.executable, "-c", f"from rig.rigs.emulated.emulated_rig import EmulatedRig; EmulatedRig({rig_prefix!r}).claim(); "
                                "print('held', flush=True); import time; time.sleep(30)"], stdout=subprocess.PIPE, text=True)
     try:
         assert holder.stdout.readline().strip() == "held"

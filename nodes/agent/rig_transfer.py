@@ -86,7 +86,7 @@ IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 CHUNK = 256 * 1024
 PR_SET_TIMERSLACK = 29  # prctl(2)
 # SCHED_FIFO priority of a connection's thread from its sleep until T0 to the end of connect():
-# above the emulated rig's radio emulators (rig/emu/radio.py, realtime_priority 10).
+# above the emulated rig's radio emulators (rig/rigs/emulated/radio.py, realtime_priority 10).
 START_PRIORITY = 20
 CONNECT_TIMEOUT_S = 5.0
 

@@ -33,7 +33,7 @@ def host_cc_warnings(c, source: str) -> list[str]:
 
 
 def _prefix(ctx: click.Context, param: click.Parameter, value: str) -> str:
-    from rig.emu.cli import check_prefix
+    from rig.rigs.emulated.cli import check_prefix
 
     return check_prefix(ctx, param, value)
 
@@ -57,7 +57,7 @@ def plan(file: Path, as_json: bool) -> None:
     import json
 
     from rig.campaign.estimate import plan_seconds, run_estimates
-    from rig.campaign.model import load_campaign
+    from rig.model.campaign import load_campaign
     from rig.campaign.plan import expand
 
     c = load_campaign(file)
@@ -94,9 +94,9 @@ def plan(file: Path, as_json: bool) -> None:
 def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
         agent_path: str | None, use_running: bool) -> None:
     """Execute the campaign in FILE and record every run."""
-    from rig.campaign.model import load_campaign
+    from rig.model.campaign import load_campaign
     from rig.campaign.plan import expand
-    from rig.errors import InputError
+    from rig.core.errors import InputError
 
     if rig_kind != "emulated" and (transport != "netns" or use_running or keep_up or agent_path):
         raise InputError("command line", "--rig", "--transport, --agent-path, --use-running and --keep-up "
@@ -107,7 +107,7 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     # imported; the runner checks it again with everything else before it writes.
     expand(load_campaign(file), str(file))
 
-    from rig.campaign.backends import EmulatedBackend, LabBackend
+    from rig.rigs.backends import EmulatedBackend, LabBackend
     from rig.campaign.runner import Stopped, run_campaign
 
     if rig_kind == "emulated":

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 import math
 
-from rig.campaign.model import Campaign
+from rig.model.campaign import Campaign
 from rig.campaign.plan import Plan, Run
-from rig.profiles import lte_profile, wifi_profile
-from rig.spec import Impairment
+from rig.model.profiles import lte_profile, wifi_profile
+from rig.model.spec import Impairment
 
 # Per run: configure, launch, T0 lead, collect, judge (docs/measurements, overhead budget):
 # 19, 21 and 37 ms at 1, 5 and 9 pairs on an idle 2-core host.

@@ -16,11 +16,11 @@ from dataclasses import dataclass
 from decimal import Decimal
 from functools import cached_property
 
-from rig.campaign.model import GRID_FACTORS, Campaign, load_campaign
-from rig.errors import InputError
-from rig.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
-from rig.spec import Run
-from rig.units import format_duration, format_size
+from rig.model.campaign import GRID_FACTORS, Campaign, load_campaign
+from rig.core.errors import InputError
+from rig.model.profiles import lte_profile, lte_profiles, wifi_profile, wifi_profiles
+from rig.model.spec import Run
+from rig.core.units import format_duration, format_size
 
 
 def _new_run(values: dict) -> Run:
@@ -127,6 +127,6 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
 
 
 def load_plan(path) -> Plan:
-    """The campaign file at `path`, validated and expanded (rig.campaign.model.load_campaign + expand)."""
+    """The campaign file at `path`, validated and expanded (rig.model.campaign.load_campaign + expand)."""
 
     return expand(load_campaign(path), str(path))

@@ -18,18 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
-from rig import provenance
-from rig.campaign.model import Campaign, load_campaign
+from rig.store import provenance
+from rig.model.campaign import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
-from rig.emu.impairments import with_link_rate
-from rig.emu.rig import RadioSettings
-from rig.errors import InputError
+from rig.model.block import BlockSettings, block_settings
+from rig.rigs import Backend
+from rig.core.errors import InputError
 from rig.influx import sink_from_env
-from rig.progress import Progress
-from rig.errors import RigError
+from rig.core.progress import Progress
+from rig.core.errors import RigError
 from rig.run.execute import RunContext, execute_run
 from rig.run.timeline import run_events
-from rig.store import CampaignStore, RunRecord, utc_now
+from rig.store.writer import CampaignStore, RunRecord, utc_now
 
 # The same fault again right after the rig was restored: something restoring cannot fix.
 MAX_FAULTS_IN_A_ROW = 3
@@ -121,7 +121,7 @@ class _SignalGuard:
             signal.signal(s, h)
 
 
-def prepare(file: Path, out: Path, resume: bool, backend) -> tuple[Campaign, Plan, CampaignStore, str]:
+def prepare(file: Path, out: Path, resume: bool, backend: Backend) -> tuple[Campaign, Plan, CampaignStore, str]:
     """Validate everything and create (or find) the campaign directory; nothing is written on bad input."""
     campaign = load_campaign(file)
     plan = expand(campaign, str(file))
@@ -134,8 +134,8 @@ def prepare(file: Path, out: Path, resume: bool, backend) -> tuple[Campaign, Pla
     return campaign, plan, store, note
 
 
-def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress: Progress | None = None) -> CampaignResult:
-    """Run (or resume) the campaign in `file` on `backend` (rig.campaign.backends)."""
+def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None) -> CampaignResult:
+    """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends)."""
     campaign, plan, store, note = prepare(file, out, resume, backend)
     discarded = store.discard_partial()
     finished = store.finished_ids()
@@ -159,9 +159,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
             for i, run in enumerate(todo):
                 lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
                 if run.radio_key != block_key or lost or fault:
-                    hops = with_link_rate({k: v.model_dump() for k, v in campaign.impairments.items()}, run.link_rate_bps)
-                    settings = RadioSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, hops,
-                                             campaign.radios)
+                    settings = block_settings(campaign, run)
                     if ctx is None:  # bringing the rig up: a failure here is reported at once
                         progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
                         ctx = backend.block(settings, campaign.limits)
@@ -207,7 +205,7 @@ def run_campaign(file: Path, out: Path, backend, resume: bool = False, progress:
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
 
 
-def _restore(backend, settings: RadioSettings, limits, progress: Progress, resume_hint: str,
+def _restore(backend: Backend, settings: BlockSettings, limits, progress: Progress, resume_hint: str,
              restoring: bool) -> RunContext:
     """The block's context after a lost component (or for the next block): lost agents restarted,
     dead emulators restarted, every node configured again. Tried again after each of the

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from rig.congestion.tools import BPF_DIR, SYSCTL, read_list
-from rig.errors import RigError
-from rig.run.agents import AgentPool
-from rig.transport.local import LocalTransport
+from rig.core.errors import RigError
+from rig.agents.client import AgentPool
+from rig.agents.local import LocalTransport
 
 COUPLED = ("lia", "olia", "balia")
 # Uncoupled Reno from the same BPF code: it honours the fixed initial ssthresh, which the kernel's reno cannot.

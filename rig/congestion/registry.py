@@ -12,7 +12,7 @@ from pathlib import Path
 
 from rig.congestion.kernel import RIG_CCS, Cause, available, check_name, explain
 from rig.congestion.tools import BPF_DIR, BUILD_DIR, SYSCTL, read_list, run
-from rig.errors import RigError
+from rig.core.errors import RigError
 
 MAP_PREFIX = "rig_"  # our struct_ops maps are rig_lia, rig_olia, rig_balia, rig_rig_reno
 # Builds and registers (the same script the node role installs on the boards), and remembers what.

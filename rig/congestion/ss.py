@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from rig.congestion.tools import in_netns, run
-from rig.errors import RigError
+from rig.core.errors import RigError
 
 _SS_ADDR = re.compile(r"^\S+\s+\S+\s+(?P<local>\S+)\s+(?P<remote>\S+)")
 

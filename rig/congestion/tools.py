@@ -6,9 +6,9 @@ import os
 import subprocess
 from pathlib import Path
 
-from rig.errors import RigError
+from rig.core.errors import RigError
+from rig.core.repo import BPF_DIR
 
-BPF_DIR = Path(__file__).resolve().parent.parent.parent / "nodes" / "bpf"
 # Build products (vmlinux.h is ~3 MB and kernel-specific): outside git, overridable per host.
 BUILD_DIR = Path(os.environ.get("RIG_BPF_BUILD", BPF_DIR / "build"))
 SYSCTL = Path("/proc/sys/net/ipv4")

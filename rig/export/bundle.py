@@ -18,8 +18,8 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.studies import study_arrow_tables
-from rig import formats
-from rig.errors import InputError, RigError
+from rig.store import formats
+from rig.core.errors import InputError, RigError
 from rig.export import datapackage
 from rig.export.readme import render
 from rig.export.secrets import env_secret_values, find_secret, strip_secrets

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import click
 
-from rig.errors import InputError, RigError
-from rig.inputs import bundle_dir
-from rig.inputs import campaign_dir as checked_campaign_dir
+from rig.core.errors import InputError, RigError
+from rig.store.inputs import bundle_dir
+from rig.store.inputs import campaign_dir as checked_campaign_dir
 
 
 @click.command()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import click
 
-from rig.errors import InputError, RigError
+from rig.core.errors import InputError, RigError
 from rig.influx import server
 from rig.influx.sync import sync as sync_campaign
 
@@ -27,7 +27,7 @@ def _db_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 @click.argument("campaign_dir", type=click.Path(path_type=Path))
 def sync(campaign_dir: Path) -> None:
     """Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet (exactly once)."""
-    from rig.inputs import campaign_dir as checked_campaign_dir
+    from rig.store.inputs import campaign_dir as checked_campaign_dir
 
     checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("plan.json",))
     if not (campaign_dir / "runs").is_dir():

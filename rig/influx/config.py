@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
-from rig.errors import InputError
+from rig.core.errors import InputError
 
 ENV_PREFIX = "RIG_INFLUX_"
 CONFIG_FILES = (Path.home() / ".config/rig/influx.toml", Path("/etc/rig/influx.toml"))

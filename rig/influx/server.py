@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
-from rig.errors import RigError
+from rig.core.errors import RigError
 
 DEFAULT_STATE_DIR = Path("/var/lib/rig/influxdb")
 DEFAULT_PORT = 8086

@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from rig.errors import InputError, RigError
+from rig.core.errors import InputError, RigError
 from rig.influx.sink import MAX_BODY_BYTES, EncodedRun, Sink, SinkError, SummaryRows, pieces, sink_from_env
 
 

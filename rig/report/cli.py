@@ -14,7 +14,7 @@ import click
 def report(campaign_dir: Path, include_invalid: bool) -> None:
     """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures (and the studies'
     figures where the data has them, docs/studies.md)."""
-    from rig.inputs import campaign_dir as checked_campaign_dir
+    from rig.store.inputs import campaign_dir as checked_campaign_dir
 
     checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("runs.parquet",),
                           optional=("plan.json", "metadata.json"))

@@ -21,7 +21,7 @@ from analysis.joins import COLUMNS as JOIN_COLUMNS, join_rows
 from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodput, share_figure
 from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
-from rig.errors import InputError
+from rig.core.errors import InputError
 from rig.report.studies import study_sections
 
 TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>

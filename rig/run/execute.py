@@ -6,8 +6,6 @@ emulated rig and the physical lab; the emulator (if any) contributes its lag and
 
 from __future__ import annotations
 
-import math
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -15,16 +13,16 @@ from datetime import datetime, timezone
 
 import pyarrow as pa
 
-from rig.spec import Event, Limits, LossAware, Run, Tcp
-from rig.topology import Topology
-from rig.paths import homing_paths, node_plan, receive_buffer
+from rig.model.spec import Event, Limits, LossAware, Run, Tcp
+from rig.model.topology import Topology
+from rig.model.routing import homing_paths, node_plan, receive_buffer
 from rig.run import joins, timeline, transfers
-from rig.run.agents import AgentPool
+from rig.agents.client import AgentPool
 from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
-from rig.run.tables import (interface_table, lag_table, radio_table, received_table, switch_table,
-                            transfer_subflow_table)
-from rig.store import RunRecord
+from rig.run.radios import NoRadios, Radios
+from rig.run.tables import interface_table, lag_table, received_table, switch_table, transfer_subflow_table
+from rig.store.writer import RunRecord
 
 # T0 is set this far after the launch round begins (launch): each sender's source, held with its
 # sockets prepared (during the run before, or in the run's configure round), is released; the
@@ -46,9 +44,7 @@ class RunContext:
     topo: Topology
     agents: AgentPool
     limits: Limits
-    radios: dict = field(default_factory=dict)  # network -> RadioProcess (emulated rig only)
-    stations: dict = field(default_factory=dict)  # station TAP -> (host, interface), for radio metrics
-    hops: list = field(default_factory=list)  # what is in force on each radio hop (emulated rig)
+    radios: Radios = field(default_factory=NoRadios)  # the backend's, as a run sees them
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     # The T0 lead each of the last LEAD_RUNS runs would have needed: a burst of load in one run
     # must not leave the next with a lead sized from a single quick one.
@@ -127,11 +123,6 @@ def wait_listening(agent, port: int) -> None:
         time.sleep(0.002)
 
 
-def _finite(stats: dict) -> dict:
-    """A window with no lag samples has no percentiles: null, not NaN, in the JSON."""
-    return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in stats.items()}
-
-
 def tx_delta(rows: list, ifname: str) -> int:
     vals = [tx for _, i, tx, _ in rows if i == ifname and tx >= 0]
     return (vals[-1] - vals[0]) if len(vals) >= 2 else 0
@@ -191,10 +182,7 @@ def sampling(ctx: RunContext, host: str) -> dict:
 def cut_lag_windows(ctx: RunContext, when: float) -> None:
     """Have every radio start a new lag window at `when` (unix time), just before T0: a run's lag
     then covers its transfer, not the rest of the second before T0, when the sources start up."""
-    if ctx.radios:
-        timer = threading.Timer(max(0.0, when - time.time()), lambda: [r.flush_lag() for r in ctx.radios.values()])
-        timer.daemon = True
-        timer.start()
+    ctx.radios.cut_lag(when)
 
 
 @dataclass
@@ -359,13 +347,13 @@ def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, report
         timeseries["events"] = timeline.table(event_rows)
     if run.policy != "none":
         timeseries["switches"] = switch_table(reports, topo)
-    radio = radio_table(ctx.radios, ctx.stations, t0, t_end)
+    radio = ctx.radios.stats_table(t0, t_end)
     if radio is not None:
         timeseries["radio"] = radio
     if lags:
         timeseries["lag"] = lag_table(lags, t0)
-    if ctx.hops:
-        timeseries["hops"] = pa.Table.from_pylist([{"time": t0, **h} for h in ctx.hops])
+    if ctx.radios.hops:
+        timeseries["hops"] = pa.Table.from_pylist([{"time": t0, **h} for h in ctx.radios.hops])
     return timeseries
 
 
@@ -390,15 +378,13 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
 
     ended, nodes = finish(ctx, run, t0)
     t_end = time.time()
-    for radio in ctx.radios.values():  # the lag up to t_end, not only up to the last whole second
-        radio.flush_lag()
+    ctx.radios.flush_lag()  # the lag up to t_end, not only up to the last whole second
     marks.append(("transfer", time.monotonic()))
 
     event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
-    for radio in ctx.radios.values():
-        radio.wait_lag(t_end)
-    lags = {n: _finite(r.lag(t0, t_end).__dict__) for n, r in ctx.radios.items()}
-    radios_alive = {n: r.alive() for n, r in ctx.radios.items()}
+    ctx.radios.wait_lag(t_end)
+    lags = ctx.radios.lag(t0, t_end)
+    radios_alive = ctx.radios.alive()
     sources = {s: ended[s] for s in senders}
     sinks = {s: ended[by_sender[s].receiver] for s in senders}
     ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
@@ -439,7 +425,7 @@ def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collecte
         "lag": lags,
         "clock_offsets_ms": {h: None if c["offset_s"] is None else round(c["offset_s"] * 1000, 3)
                              for h, c in nodes.clocks.items()},
-        "impaired_hops": [h for h in ctx.hops if h["impaired"]],
+        "impaired_hops": [h for h in ctx.radios.hops if h["impaired"]],
         "events": _event_summary(event_rows),
         "lagged": verdict.lagged,
         "subflow_ccs": ccs_by_host(nodes.subflows),

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from rig.spec import Limits
-from rig.topology import Pair
+from rig.model.spec import Limits
+from rig.model.topology import Pair
 
 # time: the connection's first SYN (unix s), which the other times count from
 SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from rig.spec import Limits, Run
-from rig.topology import topology
+from rig.model.spec import Limits, Run
+from rig.model.topology import topology
 from rig.run.transfers import PairTransfer
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.

@@ -1,11 +1,12 @@
-"""The time series a run records, as Arrow tables: interface counters, emulator lag, radio
-metrics per station."""
+"""The time series a run records, as Arrow tables: interface counters, emulator lag, the
+transfers' subflows and reads, the loss-aware policy's switches (the radios' per-station
+metrics come from the backend: rig.run.radios)."""
 
 from __future__ import annotations
 
 import pyarrow as pa
 
-from rig.topology import Topology
+from rig.model.topology import Topology
 
 
 def interface_table(samples: dict[str, list], topo: Topology) -> pa.Table:
@@ -30,22 +31,6 @@ def lag_table(lags: dict, t0: float) -> pa.Table:
                         ("p50_ms", pa.float64()), ("p99_ms", pa.float64()), ("max_ms", pa.float64()),
                         ("busy_max_ms", pa.float64()), ("cpu", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema)
-
-
-def radio_table(radios: dict, stations: dict, since: float, until: float) -> pa.Table | None:
-    """Per-station per-second radio metrics of every radio network (frames, drops; LTE: SINR,
-    MCS, PRBs; WiFi: retries, data rate), with the node interface each station is."""
-    rows = []
-    for network, proc in radios.items():
-        for r in proc.station_stats(since, until):
-            host, ifname = stations.get(r.get("station"), ("", ""))
-            rows.append({"time": float(r["t"]), "network": network, "host": host, "interface": ifname,
-                         **{k: float(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, (int, float))},
-                         **{k: str(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, str)}})
-    if not rows:
-        return None
-    keys = sorted({k for r in rows for k in r})
-    return pa.Table.from_pylist([{k: r.get(k) for k in keys} for r in rows])
 
 
 SUBFLOW_SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),

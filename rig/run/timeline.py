@@ -16,12 +16,9 @@ from dataclasses import dataclass
 
 import pyarrow as pa
 
-from rig.spec import Event, Run
-from rig.emu.control import PipeChange
-from rig.emu.rig import station_tap
-from rig.topology import Pair, Topology
-from rig.emu.traces import trace_path
-from rig.errors import InputError
+from rig.core.errors import InputError
+from rig.model.spec import Event, Run
+from rig.model.topology import Pair, Topology
 
 SCHEMA = pa.schema([("planned", pa.float64()), ("actual", pa.float64()), ("lateness_ms", pa.float64()),
                     ("at_s", pa.float64()), ("event", pa.int32()), ("path", pa.string()), ("pair", pa.int32()),
@@ -73,22 +70,10 @@ def plan(events: list[Event], topo: Topology, t0: float) -> list[Planned]:
             for i, e in enumerate(events) for p in topo.pairs if e.pairs is None or p.index in e.pairs]
 
 
-def _pipe_change(item: Planned, tap: str) -> PipeChange:
-    e = item.event
-    if e.kind == "state":
-        return PipeChange(item.at, tap, "both", state=e.state)
-    if e.kind == "trace":
-        return PipeChange(item.at, tap, e.direction, trace=trace_path(e.trace))
-    return PipeChange(item.at, tap, e.direction, rate_bps=e.rate_bps,
-                      delay_s=None if e.delay_ms is None else e.delay_ms / 1e3,
-                      jitter_s=None if e.jitter_ms is None else e.jitter_ms / 1e3,
-                      loss=None if e.loss_pct is None else e.loss_pct / 100)
-
-
 RENEW_AFTER_S = 0.1  # the sender's routes are back before the announcement reaches it
 
 
-def _node_actions(item: Planned, emulated: bool) -> list[tuple[str, dict]]:
+def _node_actions(item: Planned, radio_acts: bool) -> list[tuple[str, dict]]:
     """(host, action) for the node agents. A path coming back up: the sender's interface (link,
     routes), then the endpoint that makes the path manager open the path's subflow anew and drop
     the one the outage stalled (TCP would resume that one only at its next, backed-off, timeout,
@@ -102,7 +87,7 @@ def _node_actions(item: Planned, emulated: bool) -> list[tuple[str, dict]]:
                            else (item.pair.sender, item.pair.sender_wifi.ifname))
             out.append((host, {"id": item.id, "action": "renew", "at": item.at + RENEW_AFTER_S, "iface": iface}))
         return out
-    if e.kind == "impairment" and not emulated:
+    if e.kind == "impairment" and not radio_acts:
         return [(item.pair.sender, {"id": item.id, "action": "impair", "at": item.at, "iface": item.iface,
                                     **{k: getattr(e, k) for k in ("rate_bps", "delay_ms", "jitter_ms", "loss_pct")}})]
     return []
@@ -110,30 +95,21 @@ def _node_actions(item: Planned, emulated: bool) -> list[tuple[str, dict]]:
 
 @dataclass
 class Scheduled:
-    radio_ids: dict  # change id -> (network, Planned)
-    taps: dict  # network -> taps changed (restored after the run)
+    radio_ids: dict  # change id -> Planned (the backend's radios act these out)
     node_actions: list  # (Planned, host, action) handed to the agents
 
 
 def schedule(ctx, items: list[Planned]) -> Scheduled:
-    """Hands every event to the emulator and the senders' agents; returns before the first is due."""
-    emulated = bool(ctx.radios)
-    by_network: dict[str, list[tuple[Planned, PipeChange]]] = {}
-    if emulated:
-        for item in items:
-            network, tap = station_tap(ctx.radios, ctx.stations, item.pair.sender, item.iface, "the emulated rig")
-            by_network.setdefault(network, []).append((item, _pipe_change(item, tap)))
-    radio_ids = {}
-    for network, changes in by_network.items():
-        ids = ctx.radios[network].schedule([c for _, c in changes])
-        radio_ids.update({cid: (network, item) for cid, (item, _) in zip(ids, changes)})
-    node_actions = [(item, host, action) for item in items for host, action in _node_actions(item, emulated)]
+    """Hands every event to the radios (those they act out) and the agents; returns before the
+    first is due."""
+    radio_ids = ctx.radios.schedule([item for item in items if ctx.radios.acts(item)])
+    node_actions = [(item, host, action) for item in items
+                    for host, action in _node_actions(item, ctx.radios.acts(item))]
     actions: dict[str, list[dict]] = {}
     for _, host, action in node_actions:
         actions.setdefault(host, []).append(action)
     ctx.agents.each(list(actions), lambda a: a.request("timeline", actions=actions[a.host]))
-    taps = {n: {c.tap for _, c in changes} for n, changes in by_network.items()}
-    return Scheduled(radio_ids, taps, node_actions)
+    return Scheduled(radio_ids, node_actions)
 
 
 def _row(item: Planned, planned: float, actual: float | None, where: str, error: str | None = None,
@@ -147,14 +123,11 @@ def _row(item: Planned, planned: float, actual: float | None, where: str, error:
 def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
     """What became of each event (one row per place it acted: radio, node); an event due after
     the run ended has a row with no actual time. Then every changed link is restored for the next
-    run: the radio's station links to what the block set, the nodes' interfaces by their agents."""
+    run: the radios' links to what the block set, the nodes' interfaces by their agents."""
     rows = []
-    applied = {}
-    for network in scheduled.taps:
-        applied.update({c.id: c for c in ctx.radios[network].applied(t0 - 1, float("inf"))})
-    for cid, (network, item) in scheduled.radio_ids.items():
-        c = applied.get(cid)
-        rows.append(_row(item, item.at, c.actual if c else None, "radio"))
+    applied = ctx.radios.applied(t0 - 1)
+    for cid, item in scheduled.radio_ids.items():
+        rows.append(_row(item, item.at, applied.get(cid), "radio"))
     hosts = sorted({host for _, host, _ in scheduled.node_actions})
     logs = ctx.agents.each(hosts, lambda a: a.request("timeline_log")["events"])
     by_id = {(host, e["id"]): e for host, entries in logs.items() for e in entries}
@@ -162,23 +135,8 @@ def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
         e = by_id.get((host, item.id))
         rows.append(_row(item, action["at"], e["actual"] if e else None, "node", e.get("error") if e else None,
                          host, action["iface"], action["action"] if action["action"] == "renew" else None))
-    _restore_radios(ctx, scheduled)
+    ctx.radios.restore()
     return sorted(rows, key=lambda r: (r["planned"], r["pair"], r["where"]))
-
-
-def _restore_radios(ctx, scheduled: Scheduled) -> None:
-    """The changed station links back to what the block configured (ctx.hops), at once."""
-    for network, taps in scheduled.taps.items():
-        changes = []
-        for tap in sorted(taps):
-            host, iface = ctx.stations[tap]
-            for hop in ctx.hops:
-                if (hop["host"], hop["interface"]) == (host, iface):
-                    changes.append(PipeChange(0.0, tap, hop["direction"], rate_bps=hop["rate_bps"],
-                                              delay_s=hop["delay_ms"] / 1e3, jitter_s=hop["jitter_ms"] / 1e3,
-                                              loss=hop["loss_pct"] / 100, state="up"))
-        if changes:
-            ctx.radios[network].schedule(changes)
 
 
 def table(rows: list[dict]) -> pa.Table:

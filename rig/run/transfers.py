@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from dataclasses import dataclass
 
-from rig.spec import Limits, Run
+from rig.model.spec import Limits, Run
 
 # A run's transfers use one port, the next run's (prepared while it transfers) the other; each
 # port's programs have their own keys at the agents.

@@ -1,0 +1,1 @@
+"""The foundations every other package uses: errors, units, YAML input, processes, progress."""

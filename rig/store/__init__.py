@@ -1,0 +1,1 @@
+"""The campaign directory on disk: writing runs, the formats and their versions."""
