@@ -88,10 +88,10 @@ def test_unknown_lte_profile_is_refused_before_anything_is_written(tmp_path, rig
 
 def test_plan_warns_about_a_cc_this_host_cannot_run(tmp_path):
     f = tmp_path / "c.yaml"
-    f.write_text(GOOD.replace("cc: [cubic]", "cc: [cubic, nosuchcc]"))
+    f.write_text(GOOD.replace("cc: [cubic]", "cc: [cubic, vegas]"))
     p = run_rig("campaign", "plan", str(f))
     assert p.returncode == 0 and "estimated duration" in p.stdout
-    assert p.stderr.startswith(f"warning: {f}: factors.cc[1]: 'nosuchcc' cannot run on this host") and p.stderr.count("\n") == 1
+    assert p.stderr.startswith(f"warning: {f}: factors.cc[1]: 'vegas' cannot run on this host") and p.stderr.count("\n") == 1
     ok = run_rig("campaign", "plan", "campaigns/default.yaml")
     assert ok.returncode == 0 and ok.stderr == ""
 

@@ -137,9 +137,9 @@ def test_facts_script_reads_this_host():
 def test_emulated_campaign_checks_this_hosts_ccs(tmp_path):
     """On the emulated rig the nodes' kernel is this host's: the runner checks (and registers) here."""
     f = tmp_path / "c.yaml"
-    f.write_text("name: x\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB], cc: [cubic, nosuchcc]}\n")
+    f.write_text("name: x\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB], cc: [cubic, vegas]}\n")
     p = run_rig("campaign", "run", str(f), "--out", str(tmp_path / "out"), "--prefix", "hcnone")
     assert p.returncode == 2 and p.stderr.strip().endswith(
-        f"{f}: factors.cc[1]: 'nosuchcc' cannot run on this host: nosuchcc is not in tcp_available_congestion_control "
+        f"{f}: factors.cc[1]: 'vegas' cannot run on this host: vegas is not in tcp_available_congestion_control "
         "and the rig does not provide it"), p.stderr
     assert not (tmp_path / "out").exists()

@@ -82,9 +82,9 @@ def test_doctor_lists_each_nodes_ccs_and_a_campaign_they_cannot_run_is_refused(l
             assert f"{host}: cannot run {cc}: not registered (run ansible-playbook ansible/nodes.yml)" in p.stdout
 
     f = tmp_path / "c.yaml"
-    f.write_text("name: lab3\nsetups: [II]\npairs: 1\nfactors: {volume: [4MB], cc: [cubic, nosuchcc]}\n")
+    f.write_text("name: lab3\nsetups: [II]\npairs: 1\nfactors: {volume: [4MB], cc: [cubic, vegas]}\n")
     out = tmp_path / "out"
     p = _run_in_mgmt(rig, "campaign", "run", str(f), "--rig", str(inv), "--out", str(out))
     assert p.returncode == 2 and len(p.stderr.strip().splitlines()) == 1, p.stderr
-    assert f"{f}: factors.cc[1]" in p.stderr and "'nosuchcc' cannot run on s1" in p.stderr, p.stderr
+    assert f"{f}: factors.cc[1]" in p.stderr and "'vegas' cannot run on s1" in p.stderr, p.stderr
     assert "does not provide it" in p.stderr and not out.exists()

@@ -16,6 +16,11 @@ COUPLED = ("lia", "olia", "balia")
 # Uncoupled Reno from the same BPF code: it honours the fixed initial ssthresh, which the kernel's reno cannot.
 UNCOUPLED = ("rig_reno",)
 RIG_CCS = COUPLED + UNCOUPLED  # the rig's BPF congestion controls (nodes/bpf)
+# Linux's own TCP congestion controls (net/ipv4/tcp_*.c): a kernel may have any of them built in
+# or as a module. With the rig's, every name a campaign can mean; any other is a typo.
+LINUX_CCS = ("bbr", "bic", "cdg", "cubic", "dctcp", "highspeed", "htcp", "hybla", "illinois", "lp", "nv", "reno",
+             "scalable", "vegas", "veno", "westwood", "yeah")
+KNOWN_CCS = LINUX_CCS + RIG_CCS
 BTF = Path("/sys/kernel/btf/vmlinux")
 OUT_OF_TREE_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia"}
 LOCAL_FIX = "rig cc register, or ensure_registered()"

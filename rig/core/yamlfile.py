@@ -35,7 +35,11 @@ def yaml_input_error(e: yaml.YAMLError, source: str) -> InputError:
 
 
 def load_yaml(text: str, source: str) -> object:
-    loader = _StrictLoader(text)
+    try:
+        loader = _StrictLoader(text)  # it checks every character first: a control character is refused here
+    except yaml.reader.ReaderError as e:
+        line = text.count("\n", 0, e.position) + 1
+        raise InputError(f"{source}:{line}", "", f"not valid YAML: character #x{e.character:04x} is not allowed") from None
     loader.name = source
     try:
         return loader.get_single_data()

@@ -9,11 +9,11 @@ of runs inside a block is shuffled with the recorded `seed`.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
 
-from rig.congestion.kernel import RIG_CCS
+from rig.congestion.kernel import KNOWN_CCS, LINUX_CCS, RIG_CCS
 from rig.model.traces import load_trace, trace_path
 from rig.core.errors import InputError
 from rig.model.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
@@ -28,10 +28,22 @@ FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "duration", "r
 GRID_FACTORS = ("link_rate_bps", "wifi_loss_pct", "lte_loss_pct")
 
 
+def _cc_name(name: str) -> str:
+    if not name.isidentifier() or len(name) > 15:
+        raise ValueError(f"{name!r} is not a congestion control name")
+    if name not in KNOWN_CCS:
+        raise ValueError(f"{name!r} is no congestion control Linux or the rig has "
+                         f"(Linux: {', '.join(LINUX_CCS)}; the rig's: {', '.join(RIG_CCS)})")
+    return name
+
+
+CcName = Annotated[str, AfterValidator(_cc_name)]
+
+
 class Factors(StrictModel):
     """Each factor lists the levels to try; the matrix is their full product."""
 
-    cc: list[str] = Field(default=["cubic"], min_length=1)
+    cc: list[CcName] = Field(default=["cubic"], min_length=1)
     connections: list[int] = Field(default=[1], min_length=1)
     volume: list[int] = Field(default=[15_000_000], min_length=1)
     rcvbuf: list[int] = Field(default=[1_000_000], min_length=1)
@@ -122,13 +134,7 @@ class Factors(StrictModel):
             raise ValueError("each level must be a positive size")
         return v
 
-    @field_validator("cc")
-    @classmethod
-    def _cc_names(cls, v: list[str]) -> list[str]:
-        for name in v:
-            if not name.isidentifier() or len(name) > 15:
-                raise ValueError(f"{name!r} is not a congestion control name")
-        return v
+
 
 
 class Campaign(StrictModel):
