@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
 
-from rig.core.errors import InputError, RigError
+from rig.core.errors import DISK_FULL, InputError, RigError
 
 # name -> ("module:attribute", its one line in `rig --help`). Imported when invoked, so that a
 # command does not pay for the others' imports (pyarrow, pydantic models, matplotlib, ...) and one
@@ -71,3 +72,10 @@ def main() -> None:
     except RigError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(e.exit_code)
+    except OSError as e:
+        if e.errno not in DISK_FULL:
+            raise  # anything else is a bug: its traceback says where
+        where = f"{os.path.dirname(os.path.abspath(e.filename))}: " if e.filename else ""
+        click.echo(f"error: {where}{os.strerror(e.errno)}; everything written before is kept: free space, then run "
+                   "the command again", err=True)
+        sys.exit(1)

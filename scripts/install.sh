@@ -17,7 +17,7 @@ APT_PACKAGES=(
   ansible ansible-core openssh-server openssh-client
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
-  bash dash coreutils grep sed findutils util-linux dpkg apt  # essential already; the rig runs them
+  bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them
 )
 # Every program the rig runs (rig/ops/host_tools.py) comes from one of these packages: tests/test_install.py
 # checks it with dpkg -S.

@@ -109,7 +109,7 @@ pairs: 2
 repetitions: 2
 seed: 547
 factors:
-  volume: [2MB]
+  volume: [4MB]
   homing: [dual, wifi, lte]
 limits:
   run_timeout_s: 60
@@ -130,10 +130,10 @@ def test_every_path_joins_whatever_homing_ran_before(tmp_path, emulator, rig_pre
     for r in rows:
         assert r["status"] == "ok", (r["run_id"], r["reason"])
         life = pq.read_table(root / "runs" / r["run_id"] / "timeseries" / "subflow_life.parquet").to_pylist()
-        carried = {x["path"] for x in life if x["host"] == r["sender"] and (x["bytes_acked"] or 0) > 64 * 1024}
+        carried = {x["path"] for x in life if x["host"] == r["sender"] and x["first_data_s"] is not None}
         if r["homing"] == "dual":
             assert carried == {"wifi", "lte"}, (r["run_id"], life)
-            assert r["subflows"] == 2 and 0 < r["join_s"] < 0.5 and r["mp_join_synack_rx"] >= 1, r
+            assert r["subflows"] == 2 and r["join_s"] > 0 and r["mp_join_synack_rx"] >= 1, r
         else:
             assert carried == {r["homing"]}, (r["run_id"], life)
             assert r["subflows"] == 1 and r["join_s"] is None and r["mp_join_syn_tx"] == 0, r

@@ -291,3 +291,32 @@ def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emul
     [export] = (tmp_path / "exports").iterdir()
     assert (export / "SHA256SUMS").is_file()
     assert not netns.with_prefix(rig_prefix)
+
+
+def test_a_full_results_disk_is_one_line_and_resume_finishes_the_campaign(tmp_path, emulator, rig_prefix):
+    """The results directory on a filesystem that fills up during the campaign (a tmpfs of 256 KB):
+    one line naming the campaign directory, exit 1; the runs recorded before are whole, and with
+    room again --resume records exactly the missing ones."""
+    disk = tmp_path / "disk"
+    disk.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], check=True)
+    try:
+        f = tmp_path / "small.yaml"
+        f.write_text(CAMPAIGN.format(repetitions=12).replace("8MB", "1MB"))
+        out = disk / "results"
+        full = run_rig("campaign", "run", str(f), "--out", str(out), "--prefix", rig_prefix)
+        lines = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+        root = next(out.iterdir())
+        assert full.returncode == 1 and len(lines) == 1, full.stderr
+        assert lines[0].startswith(f"error: {root}: No space left on device; the runs recorded so far are kept")
+        assert "Traceback" not in full.stderr
+        kept = {d.name for d in (root / "runs").iterdir() if not d.name.startswith(".")}
+        assert 0 < len(kept) < 12 and all((root / "runs" / r / "status.json").is_file() for r in kept)
+        subprocess.run(["mount", "-o", "remount,size=64m", str(disk)], check=True)
+        again = run_rig("campaign", "run", str(f), "--out", str(out), "--prefix", rig_prefix, "--resume", check=True)
+        assert f"{len(kept)} already recorded, {12 - len(kept)} to run" in again.stderr
+        rows = pq.read_table(root / "runs.parquet").to_pylist()
+        assert sorted(r["run_id"] for r in rows) == sorted(json.loads((root / "plan.json").read_text())["runs"][i]["run_id"]
+                                                           for i in range(12))
+    finally:
+        subprocess.run(["umount", "-l", str(disk)], check=False)

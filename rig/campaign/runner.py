@@ -11,6 +11,7 @@ what cannot be restored stops the campaign resumably (docs/campaigns.md).
 
 from __future__ import annotations
 
+import os
 import signal
 import time
 from concurrent.futures import ThreadPoolExecutor
@@ -23,10 +24,9 @@ from rig.model.campaign import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
 from rig.model.block import BlockSettings, block_settings
 from rig.rigs import Backend
-from rig.core.errors import InputError
 from rig.influx import sink_from_env
 from rig.core.progress import Progress
-from rig.core.errors import RigError
+from rig.core.errors import DISK_FULL, RigError
 from rig.run.execute import RunContext, execute_run
 from rig.run.timeline import run_events
 from rig.store.writer import CampaignStore, RunRecord, utc_now
@@ -137,6 +137,18 @@ def prepare(file: Path, out: Path, resume: bool, backend: Backend) -> tuple[Camp
 def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None) -> CampaignResult:
     """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends)."""
     campaign, plan, store, note = prepare(file, out, resume, backend)
+    try:
+        return _run(file, out, backend, resume, progress, campaign, plan, store, note)
+    except OSError as e:
+        if e.errno not in DISK_FULL:
+            raise
+        # Runs are written whole: every one recorded before is kept, the one being written is not.
+        raise RigError(f"{store.root}: {os.strerror(e.errno)}; the runs recorded so far are kept: free space, then "
+                       f"rig campaign run {file} --out {out} --resume") from None
+
+
+def _run(file: Path, out: Path, backend: Backend, resume: bool, progress: Progress | None, campaign: Campaign,
+         plan: Plan, store: CampaignStore, note: str) -> CampaignResult:
     discarded = store.discard_partial()
     finished = store.finished_ids()
     todo = [r for r in plan.runs if r.run_id not in finished]
@@ -179,6 +191,8 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries, recorder.flush_after)
                     faults_in_a_row = 0
                 except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
+                    if isinstance(e, OSError) and e.errno in DISK_FULL:
+                        raise  # the results' disk, not the rig: nothing to restore
                     fault, faults_in_a_row = str(e), faults_in_a_row + 1
                     record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
                     progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)

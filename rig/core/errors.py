@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import errno
+
+DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # a write that found no room: the user's to fix, not a bug
+
 
 def _one_line(text: object) -> str:
     return " ".join(str(text).split())

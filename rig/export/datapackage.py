@@ -68,8 +68,9 @@ DESCRIPTIONS = {
     "cwnd": "congestion window, segments",
     "rtt_ms": "smoothed RTT, ms",
     "subflows": "the fewest MPTCP subflows established on any of the pair's connections",
-    "join_s": "dual-homed runs: the latest any of the pair's connections had a subflow on its last path, seconds "
-              "after its first SYN",
+    "join_s": "dual-homed runs: the longest any of the pair's connections took from its establishment until it had "
+              "a subflow on each path, seconds",
+    "initial": "whether the subflow is its connection's first (the others are joins)",
     "mp_join_syn_tx": "MP_JOIN SYNs the sender sent during the run (MPTcpExtMPJoinSynTx)",
     "mp_join_synack_rx": "MP_JOIN SYN/ACKs the sender received during the run (MPTcpExtMPJoinSynAckRx)",
     "add_addr_rx": "ADD_ADDRs the sender received during the run (MPTcpExtAddAddr)",

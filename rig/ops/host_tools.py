@@ -42,6 +42,8 @@ PROGRAMS: tuple[Program, ...] = (
     Program("xargs", "findutils", "the CC reproducer's cleanup (nodes/bpf/repro)", "lab"),
     Program("jq", "jq", "the CC reproducer reads iperf3's JSON (nodes/bpf/repro)", "lab"),
     Program("unshare", "util-linux", "a private /run for each emulated node's sshd", "lab"),
+    *(Program(name, "mount", "a small filesystem that fills up under a campaign's results", "tests")
+      for name in ("mount", "umount")),
     Program("dpkg-query", "dpkg", "scripts/install.sh: which packages are missing", "rig"),
     Program("apt-get", "apt", "scripts/install.sh installs the packages", "rig"),
     Program("grep", "grep", "server readiness check on the nodes", "rig"),

@@ -398,7 +398,9 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     needed = homing_paths(run.homing)
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
-                        join_problems={s: joins.join_problem(reports[s]["source"], by_sender[s], needed, ctx.limits)
+                        join_problems={s: joins.join_problem(reports[s]["source"], by_sender[s], needed, ctx.limits,
+                                                             nodes.mib_after[s].get("TcpExtTCPSynRetrans", 0)
+                                                             - mib_before[s].get("TcpExtTCPSynRetrans", 0))
                                        for s in senders})
     details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
     timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)

@@ -7,10 +7,13 @@ sub_closed with its error; rig_node.pm_events) and its subflow samples (every 1/
 From them, one row per subflow: when it was established and closed (to the event, ~0.1 ms) and
 when it first carried data (to the sample period), relative to its connection's first SYN.
 
-A real client opens its second path within a few round trips, so a dual-homed connection whose
-path was not established within max(join_min_s, join_rtts x RTT) of its first SYN is invalid
-whatever its length (RTT: the largest of its subflows' smallest sampled RTTs, the paths' base
-round trips). A joined subflow the scheduler left idle is a result: it has no first data.
+A real client opens its other paths within a few round trips of its connection's
+establishment, so a connection whose path was not established within max(join_min_s, join_rtts
+x RTT) of it is invalid whatever its length (RTT: the largest smoothed RTT its subflows showed
+until then, queues included), plus TCP's SYN timeouts (1 s, doubling) for each SYN its sender
+retransmitted in the run (a join SYN lost on a busy medium is the network's). A path never
+established is invalid however long the connection lived. A joined subflow the scheduler left
+idle is a result: it has no first data.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from rig.model.topology import Pair
 
 # time: the connection's first SYN (unix s), which the other times count from
 SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),
-                    ("local", pa.string()), ("remote", pa.string()), ("path", pa.string()),
+                    ("local", pa.string()), ("remote", pa.string()), ("path", pa.string()), ("initial", pa.bool_()),
                     ("established_s", pa.float64()), ("first_data_s", pa.float64()), ("closed_s", pa.float64()),
                     ("error", pa.int32()), ("bytes_acked", pa.int64()), ("min_rtt_ms", pa.float64())])
 
@@ -41,6 +44,7 @@ def connection_subflows(conn: dict, paths: dict[str, str]) -> list[dict]:
 
     def row(local: str, remote: str) -> dict:
         return rows.setdefault(local, {"local": local, "remote": remote, "path": paths.get(_addr(local), "other"),
+                                       "initial": False,
                                        "established_s": None, "first_data_s": None, "closed_s": None,
                                        "error": None, "bytes_acked": None, "min_rtt_ms": None})
 
@@ -50,6 +54,7 @@ def connection_subflows(conn: dict, paths: dict[str, str]) -> list[dict]:
         r = row(e["local"], e.get("remote", ""))
         if e["event"] in ("created", "sub_established") and r["established_s"] is None:
             r["established_s"] = round(e["t"] - start, 6)
+            r["initial"] = e["event"] == "created"
         elif e["event"] == "sub_closed":
             r["closed_s"], r["error"] = round(e["t"] - start, 6), e.get("error")
     for t, local, remote, acked, _sent, _retrans, rtt_ms, *_ in conn.get("subflows") or []:
@@ -75,19 +80,38 @@ def life_rows(source: dict, host: str, pair: Pair) -> list[dict]:
             for n, conn in enumerate(source.get("connections") or []) for r in connection_subflows(conn, paths)]
 
 
-def join_bound_s(subflows: list[dict], limits: Limits) -> float:
-    rtts = [r["min_rtt_ms"] for r in subflows if r["min_rtt_ms"]]
-    return max(limits.join_min_s, limits.join_rtts * max(rtts, default=0.0) / 1000)
+SYN_TIMEOUT_S = 1.0  # TCP's initial retransmission timeout (RFC 6298), doubling with each try
+SYN_TRIES_ALLOWED = 3  # beyond 1 + 2 + 4 s a path that does not join is not waiting for a lost SYN
 
 
-def path_joins(subflows: list[dict], path: str) -> float | None:
-    """When the connection's first subflow on `path` was established (s after its first SYN)."""
+def join_bound_s(conn: dict, until_s: float, limits: Limits, syn_retransmits: int = 0) -> float:
+    """max(join_min_s, join_rtts x the largest smoothed RTT any of the connection's subflows
+    showed until `until_s` after its first SYN: the round trips as they were while the path
+    manager worked, queues included: an ADD_ADDR waits in them like any segment), plus the SYN
+    timeouts of the sender's retransmitted SYNs."""
+    start = conn["started_at"]
+    rtts = [row[6] for row in conn.get("subflows") or [] if row[6] and row[0] - start <= until_s]
+    tries = min(syn_retransmits, SYN_TRIES_ALLOWED)
+    return max(limits.join_min_s, limits.join_rtts * max(rtts, default=0.0) / 1000) + SYN_TIMEOUT_S * (2 ** tries - 1)
+
+
+def _created_s(subflows: list[dict]) -> float | None:
+    return next((r["established_s"] for r in subflows if r["initial"]), None)
+
+
+def path_join_s(subflows: list[dict], path: str) -> float | None:
+    """How long after its establishment the connection had a subflow on `path` (0: its first
+    subflow's path); None: never."""
+    created = _created_s(subflows)
     times = [r["established_s"] for r in subflows if r["path"] == path and r["established_s"] is not None]
-    return min(times, default=None)
+    if created is None or not times:
+        return None
+    return round(max(0.0, min(times) - created), 6)
 
 
-def join_problem(source: dict, pair: Pair, needed: tuple[str, ...], limits: Limits) -> str | None:
-    """Why a connection of the pair did not have every one of the `needed` paths in time, or None."""
+def join_problem(source: dict, pair: Pair, needed: tuple[str, ...], limits: Limits, syn_retransmits: int = 0) -> str | None:
+    """Why a connection of the pair did not have every one of the `needed` paths in time, or None.
+    syn_retransmits: the SYNs the sender retransmitted during the run (MIB TcpExtTCPSynRetrans)."""
     if source.get("events_error"):
         return f"its subflows cannot be checked ({source['events_error']})"
     paths = pair_paths(pair)
@@ -95,21 +119,26 @@ def join_problem(source: dict, pair: Pair, needed: tuple[str, ...], limits: Limi
         if conn.get("started_at") is None or "events" not in conn:
             continue  # it never connected: the transfer's error says so
         subflows = connection_subflows(conn, paths)
-        bound = join_bound_s(subflows, limits)
+        created = _created_s(subflows)
+        if created is None:
+            continue  # not an MPTCP connection: the judge's fallback checks say so
         for path in needed:
-            at = path_joins(subflows, path)
+            after = path_join_s(subflows, path)
             name = "LTE" if path == "lte" else "WiFi" if path == "wifi" else path
-            if at is None:
+            if after is None:
                 return f"connection {n}: its {name} subflow was never established"
-            if at > bound:
-                return f"connection {n}: its {name} subflow was established {at:.2f} s after its first SYN (bound {bound:.2f} s)"
+            bound = join_bound_s(conn, created + after, limits, syn_retransmits)
+            if after > bound:
+                return (f"connection {n}: its {name} subflow was established {after:.2f} s after the connection "
+                        f"(bound {bound:.2f} s)")
     return None
 
 
 def pair_summary(source: dict, pair: Pair, needed: tuple[str, ...]) -> dict:
     """runs.parquet's subflow columns of a pair: `subflows`, the fewest subflows established on
-    any of its connections; `join_s`, the latest any of its connections had its last needed path
-    (dual-homed runs; None when one never had it, or single-homed)."""
+    any of its connections; `join_s`, the longest any of its connections took from its
+    establishment until it had a subflow on each needed path (dual-homed runs; None when one
+    never had them, or single-homed)."""
     paths = pair_paths(pair)
     counts, joins = [], []
     for conn in source.get("connections") or []:
@@ -117,8 +146,8 @@ def pair_summary(source: dict, pair: Pair, needed: tuple[str, ...]) -> dict:
             continue
         subflows = connection_subflows(conn, paths)
         counts.append(sum(1 for r in subflows if r["established_s"] is not None))
-        at = [path_joins(subflows, p) for p in needed]
-        joins.append(None if None in at else max(at))
+        after = [path_join_s(subflows, p) for p in needed]
+        joins.append(None if None in after else max(after))
     return {"subflows": min(counts, default=None),
             "join_s": max(joins) if len(needed) > 1 and joins and None not in joins else None}
 

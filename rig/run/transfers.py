@@ -86,7 +86,7 @@ def _report(result: dict, who: str) -> tuple[dict, str | None]:
     if doc.get("error"):
         return doc, f"{who}: {doc['error']}"
     if result.get("rc"):
-        return doc, f"{who} exited with {result['rc']}: {(result.get('stderr') or '').strip()[-200:]}"
+        return doc, f"{who} exited with {result['rc']}: {last_line(result.get('stderr') or '')}"
     if not doc:
         return doc, f"{who} printed no report"
     return doc, None
@@ -112,6 +112,13 @@ def pair_transfer(source: dict, sink: dict, volume_bytes: int | None) -> tuple[P
         bytes_delivered=delivered, error=error, timed_out=bool(source.get("timed_out") or sink.get("timed_out")),
     )
     return transfer, {"source": src, "sink": dst, "_rig": {"source": _meta(source), "sink": _meta(sink)}}
+
+
+def last_line(stderr: str, most: int = 200) -> str:
+    """What a program's stderr says last: a Python traceback's last line is the error itself
+    (the whole traceback stays in the run's logs/)."""
+    lines = [line.strip() for line in stderr.splitlines() if line.strip()]
+    return lines[-1][-most:] if lines else "(nothing on stderr)"
 
 
 def _meta(result: dict) -> dict:
