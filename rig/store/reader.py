@@ -71,6 +71,10 @@ class RunDir:
         found = min((formats.check(p, f, formats.RUN_PAIRS) for p in pairs), default=1)
         return formats.run_pairs(pairs, found)
 
+    def transfers(self) -> dict[str, dict]:
+        """sender -> its and its receiver's transfer reports (transfers/<sender>.json)."""
+        return {f.stem: read_json(f) for f in sorted((self.path / TRANSFERS).glob("*.json"))}
+
     def series_paths(self) -> dict[str, Path]:
         """name -> its timeseries/<name>.parquet, by name."""
         return {p.stem: p for p in sorted((self.path / TIMESERIES).glob("*.parquet"))}
