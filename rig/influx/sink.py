@@ -33,6 +33,7 @@ import pyarrow.compute as pc
 from rig.influx.config import InfluxConfig, load_config
 from rig.influx.columns import Block
 from rig.influx.schema import SCHEMA_VERSION, run_context, series_blocks, summary_lines
+from rig.store.columns import run_rows
 from rig.store.reader import CampaignDir, RunDir
 
 if TYPE_CHECKING:
@@ -191,9 +192,10 @@ class Sink:
 
     def encode_record(self, store: CampaignStore, record: RunRecord) -> EncodedRun:
         """The run the store has just written, from its record in memory."""
-        params, status, _ = store.record_docs(record)
+        params, status, pairs = store.record_docs(record)
+        rows = run_rows(record.run.run_id, store.names, params, status, pairs)
         return self.encode(store.runs_dir / record.run.run_id, store.names, params, status.get("started_at"),
-                           sorted(record.timeseries.items()), store.record_rows(record), True)
+                           sorted(record.timeseries.items()), rows, True)
 
     def encode(self, run_dir: Path, campaign: tuple[str | None, str | None], params: dict, started_at: object,
                series: Iterable[tuple[str, pa.Table]], rows: list[dict], recorded: bool) -> EncodedRun:
