@@ -106,8 +106,7 @@ def series_schema(path: Path):
     import pyarrow.parquet as pq
 
     schema = pq.read_schema(path)
-    formats.parquet_version(schema.metadata, path, formats.SERIES)
-    return formats.series(schema.empty_table(), formats.SERIES).schema
+    return formats.series(schema.empty_table(), formats.parquet_version(schema.metadata, path, formats.SERIES)).schema
 
 
 class CampaignDir:
