@@ -18,9 +18,9 @@ import json
 import math
 import statistics
 from collections import defaultdict
-from datetime import datetime
 
 from analysis.stats import mean_ci
+from rig.store.formats import utc_time
 
 PATHS = ("wifi", "lte")
 SINGLE_HOMED = {"wifi": "wifi", "lte": "lte"}  # homing level -> the one path it uses
@@ -32,9 +32,7 @@ def unix_time(value: object) -> float | None:
         return None
     if isinstance(value, (int, float)):
         return float(value)
-    if isinstance(value, datetime):
-        return value.timestamp()
-    return datetime.fromisoformat(str(value).replace("Z", "+00:00")).timestamp()
+    return utc_time(value).timestamp()  # a datetime or an ISO string: the run store's one reading of times
 
 
 def run_t0(runs: list[dict], events: list[dict] = ()) -> dict[str, float]:

@@ -7,14 +7,13 @@ export writes them as data/<name>.parquet. Only runs with the given statuses cou
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import yaml
 
 from analysis.load import load_runs, load_series, run_outcomes
+from rig.store.reader import CampaignDir
 from analysis.metrics import (PATHS, benefit_rows, fct_by_size, event_times, mptcp_vs_best_single, path_rates, recovery_times,
                               rtt_distribution, run_t0, state_events, subflow_timeline, throughput_cv, traffic_share)
 
@@ -51,15 +50,6 @@ def lossy_condition(campaign: dict, run: dict | None = None) -> dict:
             "rate_bps": None if path_rate is None else float(path_rate)}
 
 
-def _campaign_file(path: Path) -> dict:
-    f = Path(path) / "campaign.yaml"
-    try:
-        data = yaml.safe_load(f.read_text()) if f.is_file() else {}
-    except yaml.YAMLError:
-        data = {}
-    return data if isinstance(data, dict) else {}
-
-
 def _rows(table: pa.Table, run_ids: set[str]) -> list[dict]:
     """The rows of these runs (filtered in Arrow: a long campaign's series are large)."""
     if not table.num_columns or not run_ids:
@@ -67,25 +57,15 @@ def _rows(table: pa.Table, run_ids: set[str]) -> list[dict]:
     return table.filter(pc.is_in(table.column("run_id"), pa.array(sorted(run_ids), table.schema.field("run_id").type))).to_pylist()
 
 
-def _plan_runs(path: Path) -> dict[str, dict]:
-    """run_id -> the run's parameters in plan.json (a campaign directory and an export have it)."""
-    f = Path(path) / "plan.json"
-    try:
-        runs = json.loads(f.read_text()).get("runs", []) if f.is_file() else []
-    except (json.JSONDecodeError, AttributeError):
-        runs = []
-    return {r["run_id"]: r for r in runs if isinstance(r, dict) and "run_id" in r}
-
-
 def load_study_rows(path: Path, statuses=("ok",)) -> tuple[list[dict], list[dict], list[dict]]:
     """(runs, transfer_subflows, events) rows of the runs with these statuses (the series of the
     time runs only: nothing here uses a volume run's); each runs row also has the run's PARAMS
     (from params.json, else plan.json, where runs.parquet lacks them) and its lossy condition."""
     path = Path(path)
-    params = _plan_runs(path)
+    params = CampaignDir(path).plan_runs()  # a campaign directory and an export have plan.json
     for o in run_outcomes(path):
         params[o["run_id"]] = {**params.get(o["run_id"], {}), **o}
-    campaign = _campaign_file(path)
+    campaign = CampaignDir(path).campaign()
     runs = []
     for r in load_runs(path):
         if r.get("status") not in statuses:

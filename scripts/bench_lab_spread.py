@@ -47,6 +47,7 @@ from rig.rigs.emulated.inventory import emulated_inventory
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
 from rig.agents.netns import AGENT
+from rig.store.reader import CampaignDir
 
 PREFIX = "ls"
 SETUP = "I"
@@ -146,8 +147,8 @@ def ms(seconds: float) -> float:
 
 def analyse(root: Path, sampler: Sampler, senders: list[str]) -> list[dict]:
     rows = []
-    statuses = [(json.loads(f.read_text()), f) for f in (root / "runs").glob("*/status.json")]
-    for st, status_file in sorted((s for s in statuses if s[0].get("t0")), key=lambda s: s[0]["t0"]):
+    statuses = [(run.status(), run) for run in CampaignDir(root).recorded()]
+    for st, run in sorted((s for s in statuses if s[0].get("t0")), key=lambda s: s[0]["t0"]):
         t0 = datetime.fromisoformat(st["t0"]).timestamp()
         recorded = st["clock_offsets_ms"]  # the rig's own record: each node's agent asked chronyc before T0
         offsets = [recorded[s] for s in senders if recorded.get(s) is not None]
@@ -156,7 +157,7 @@ def analyse(root: Path, sampler: Sampler, senders: list[str]) -> list[dict]:
         launch = st["start_spread_ms"]
         offset_spread = max(offsets) - min(offsets) if len(offsets) == len(senders) else None
         rows.append({
-            "run": status_file.parent.name, "status": st["status"], "launch_spread_ms": launch,
+            "run": run.run_id, "status": st["status"], "launch_spread_ms": launch,
             "offsets_ms": {s: recorded.get(s) for s in senders},
             "offset_spread_ms": offset_spread,
             "lab_spread_ms": None if launch is None or offset_spread is None else launch + offset_spread,

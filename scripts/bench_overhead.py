@@ -23,7 +23,6 @@ Numbers are measured and printed, never asserted. On a shared host they are uppe
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import statistics
@@ -36,27 +35,26 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
+from rig.store.reader import CampaignDir, RunDir  # noqa: E402
+
 
 def _ts(text: str) -> float:
     return datetime.fromisoformat(text).timestamp()
 
 
-def _attempt_dirs(root: Path) -> list[Path]:
+def _attempt_dirs(root: Path) -> list[RunDir]:
     """Every executed attempt: the recorded runs and the attempts set aside for lag."""
-    dirs = [d for d in (root / "runs").iterdir() if not d.name.startswith(".")]
-    if (root / "attempts").is_dir():
-        dirs += [d for d in (root / "attempts").iterdir() if not d.name.startswith(".")]
-    return dirs
+    campaign = CampaignDir(root)
+    return campaign.run_dirs() + campaign.attempts()
 
 
 def budget(root: Path, end: float | None = None, wall: float | None = None) -> dict:
     """The overhead budget of the campaign directory `root` (seconds). `end`: when the campaign
     command returned (unix time; else the last run's end: teardown unknown); `wall`: the runner's."""
-    started = _ts(json.loads((root / "metadata.json").read_text())["started_at"])
+    started = _ts(CampaignDir(root).metadata()["started_at"])
     runs = []
     for d in _attempt_dirs(root):
-        status = json.loads((d / "status.json").read_text())
-        params = json.loads((d / "params.json").read_text())
+        status, params = d.status(), d.params()
         runs.append({"start": _ts(status["started_at"]), "end": _ts(status["finished_at"]), "status": status,
                      "key": (params["setup"], params["wifi_standard"])})
     runs.sort(key=lambda r: r["start"])

@@ -117,11 +117,12 @@ def run_overhead(campaign_dirs: list[Path]) -> None:
     """Median per-run overhead (wall less transfer) and phases, per number of pairs."""
     from datetime import datetime
 
+    from rig.store.reader import CampaignDir
+
     by_pairs: dict[int, list[dict]] = {}
     for cdir in campaign_dirs:
-        for status_file in sorted(cdir.glob("runs/*/status.json")):
-            status = json.loads(status_file.read_text())
-            params = json.loads((status_file.parent / "params.json").read_text())
+        for run in CampaignDir(cdir).recorded():
+            status, params = run.status(), run.params()
             if not status.get("transfer_s") or "phases_ms" not in status:
                 continue
             wall = (datetime.fromisoformat(status["finished_at"]) - datetime.fromisoformat(status["started_at"])).total_seconds()

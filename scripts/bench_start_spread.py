@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import argparse
 import bisect
-import json
 import re
 import statistics
 import subprocess
@@ -94,19 +93,21 @@ def read_trace(path: Path) -> list[Event]:
 
 def runs_of(campaign: Path) -> list[dict]:
     """Each executed run: its exact T0 (status.json's is rounded to the ms) and sources' starts."""
+    from rig.store.reader import CampaignDir
+
     runs = []
-    for status_path in campaign.glob("runs/*/status.json"):
-        status = json.loads(status_path.read_text())
+    for run in CampaignDir(campaign).recorded():
+        status = run.status()
         late = status.get("start_late_ms") or {}
         starts = {}
-        for f in (status_path.parent / "transfers").glob("*.json"):
-            source = json.loads(f.read_text()).get("source") or {}
-            if "started_at" in source and f.stem in late:
-                starts[f.stem] = source["started_at"]
+        for sender, doc in run.transfers().items():
+            source = doc.get("source") or {}
+            if "started_at" in source and sender in late:
+                starts[sender] = source["started_at"]
         if not starts:
             continue
         t0 = statistics.median(starts[s] - late[s] / 1000 for s in starts)
-        runs.append({"name": status_path.parent.name, "t0": t0, "spread_ms": status["start_spread_ms"],
+        runs.append({"name": run.run_id, "t0": t0, "spread_ms": status["start_spread_ms"],
                      "late_ms": sorted(late.values()), "last": max(starts.values()),
                      "t0_iso": datetime.fromtimestamp(t0).isoformat()})
     return sorted(runs, key=lambda r: r["t0"])

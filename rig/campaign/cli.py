@@ -125,8 +125,8 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
                f" ({result.skipped} recorded earlier); {_fmt_duration(result.wall_s)} wall,"
                f" orchestration overhead {overhead:.1%}")
     if result.lag_retries:
-        click.echo(f"{result.lag_retries} attempts run again because the emulator lagged (kept in {result.store.root / 'attempts'})")
+        click.echo(f"{result.lag_retries} attempts run again because the emulator lagged (kept in {result.store.attempts_dir})")
     if result.start_spreads_ms:
         spreads = sorted(result.start_spreads_ms)
         click.echo(f"senders' start spread: median {spreads[len(spreads) // 2]:.2f} ms, max {spreads[-1]:.2f} ms")
-    click.echo(f"runs table: {result.store.root / 'runs.parquet'}")
+    click.echo(f"runs table: {result.store.dir.runs_table_path}")

@@ -68,8 +68,8 @@ class _Recorder:
         if time.monotonic() - self.table_at >= RUNS_TABLE_EVERY_S:
             self.store.write_runs_table()
             self.table_at = time.monotonic()
-        if self.sink is not None:
-            self.sink.write_run(self.store.runs_dir / record.run.run_id)
+        if self.sink is not None:  # the run just written, from memory: nothing is read back
+            self.sink.write_record(self.store, record)
 
     def flush_after(self, t0: float) -> None:
         """flush() once the run that has this T0 is under way (called within that run); a failure

@@ -23,11 +23,12 @@ from rig.core.errors import InputError, RigError
 from rig.export import datapackage
 from rig.export.readme import render
 from rig.export.secrets import env_secret_values, find_secret, strip_secrets
-from rig.export.tables import normalize_runs, series_files, string_values_containing, write_series, write_table
+from rig.export.tables import runs_table, string_values_containing, write_series, write_table
+from rig.store.reader import CAMPAIGN_FILE, DOCUMENTS, METADATA, RUNS_TABLE, CampaignDir
 
 SUMS = "SHA256SUMS"
 TEXT_SUFFIXES = {".json", ".yaml", ".md", ".log", ".txt"}
-REQUIRED = ("campaign.yaml", "plan.json", "metadata.json", "runs.parquet")
+REQUIRED = (*DOCUMENTS, RUNS_TABLE)
 
 
 def sha256_file(path: Path) -> str:
@@ -45,20 +46,13 @@ def _rig_version() -> str:
         return "unknown"
 
 
-def _load_documents(campaign_dir: Path) -> tuple[dict, dict[str, list[str]], set[str]]:
+def _load_documents(campaign: CampaignDir) -> tuple[dict, dict[str, list[str]], set[str]]:
     """campaign.yaml, plan.json, metadata.json with secret keys stripped."""
     docs: dict = {}
     removed: dict[str, list[str]] = {}
     values: set[str] = set()
-    for name in ("campaign.yaml", "plan.json", "metadata.json"):
-        path = campaign_dir / name
-        text = path.read_text()
-        try:
-            parsed = yaml.safe_load(text) if name.endswith(".yaml") else json.loads(text)
-        except (yaml.YAMLError, json.JSONDecodeError) as e:
-            raise InputError(str(path), "-", f"cannot parse: {str(e).splitlines()[0]}") from None
-        if name == "plan.json":
-            formats.check(parsed, path, formats.PLAN)
+    for name in DOCUMENTS:
+        text, parsed = campaign.document(name)
         clean, paths, found = strip_secrets(parsed)
         docs[name] = (text, clean, bool(paths))
         if paths:
@@ -74,7 +68,8 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
             raise InputError(str(campaign_dir), name, "missing: not a finished campaign directory")
     if to.exists() and not (to.is_dir() and not any(to.iterdir())):
         raise InputError(str(to), "--to", "exists and is not empty; exports are never overwritten")
-    docs, removed, secrets = _load_documents(campaign_dir)
+    campaign = CampaignDir(campaign_dir)
+    docs, removed, secrets = _load_documents(campaign)
     secrets |= env_secret_values()
 
     to.parent.mkdir(parents=True, exist_ok=True)
@@ -82,7 +77,7 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "data").mkdir(parents=True)
     try:
-        resources = _write_tables(campaign_dir, tmp)
+        resources = _write_tables(campaign, tmp)
         for name, (text, clean, had_secrets) in docs.items():
             if not had_secrets:
                 (tmp / name).write_text(text)  # as given, byte for byte
@@ -90,7 +85,7 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
                 (tmp / name).write_text(yaml.safe_dump(clean, sort_keys=False))
             else:
                 (tmp / name).write_text(json.dumps(clean, indent=2) + "\n")
-        meta = docs["metadata.json"][1]
+        meta = docs[METADATA][1]
         runs = pq.read_table(tmp / "data/runs.parquet", columns=["run_id", "status"]).to_pylist()
         statuses = Counter({r["run_id"]: r["status"] for r in runs}.values())  # runs, not pairs
         exported_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
@@ -102,7 +97,7 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
             "created": exported_at,
             "resources": resources,
         }, indent=2) + "\n")
-        (tmp / "README.md").write_text(render(meta, (tmp / "campaign.yaml").read_text(), resources,
+        (tmp / "README.md").write_text(render(meta, (tmp / CAMPAIGN_FILE).read_text(), resources,
                                               statuses, removed, exported_at, f"rig {_rig_version()}"))
         _refuse_leaks(tmp, secrets)
         _write_sums(tmp)
@@ -123,15 +118,15 @@ def _move_into(tmp: Path, to: Path) -> None:
     tmp.rmdir()
 
 
-def _write_tables(campaign_dir: Path, out: Path) -> list[dict]:
-    runs = normalize_runs(pq.read_table(campaign_dir / "runs.parquet"))
+def _write_tables(campaign: CampaignDir, out: Path) -> list[dict]:
+    runs = runs_table(campaign)
     write_table(runs, out / "data/runs.parquet")
     written = [("runs", "data/runs.parquet", runs.schema, runs.num_rows)]
-    for name, files in sorted(series_files(campaign_dir).items()):
+    for name, files in campaign.series_files().items():
         path = f"data/{name}.parquet"
         schema, rows = write_series(files, out / path)
         written.append((name, path, schema, rows))
-    for name, table in study_arrow_tables(campaign_dir).items():  # the studies' metrics (docs/studies.md)
+    for name, table in study_arrow_tables(campaign.root).items():  # the studies' metrics (docs/studies.md)
         path = f"data/{name}.parquet"
         write_table(table, out / path)
         written.append((name, path, table.schema, table.num_rows))

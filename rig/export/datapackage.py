@@ -9,28 +9,12 @@ import re
 
 import pyarrow as pa
 
-# What the columns mean and their units; anything not listed is described by its type only.
+from rig.store.columns import DESCRIPTIONS as RUN_DESCRIPTIONS
+
+# What the columns of the time series and metric tables mean and their units (runs.parquet's: rig.store.columns);
+# anything not listed is described by its type only.
 DESCRIPTIONS = {
-    "run_id": "run identifier (deterministic, from the campaign plan)",
-    "campaign": "campaign name",
-    "setup": "receiver setup of seed 002: I (independent paths), II (LTE via the core to AP3), "
-             "III (one shared WiFi bottleneck)",
-    "homing": "sender interfaces used: dual, lte or wifi",
-    "cc": "congestion control (cubic, lia, olia, balia, ...)",
-    "connections": "parallel MPTCP connections per sender",
-    "volume_bytes": "data volume per sender over all its connections, bytes",
-    "rcvbuf_bytes": "receiver buffer, bytes",
-    "wifi_standard": "WiFi radio profile (g, a, n24, n5, ac)",
-    "repetition": "repetition index of this factor combination",
-    "pair": "sender/receiver pair index",
-    "sender": "sending host",
-    "receiver": "receiving host",
-    "started_at": "the sender's start of the transfer (UTC, the sender's clock)",
-    "duration_s": "volume runs: flow completion time of the pair (= fct_s); time-based runs: the configured duration, seconds",
-    "goodput_bps": "volume runs: volume x 8 / flow completion time; time-based runs: bytes read within the duration x 8 / "
-                   "duration, bit/s (only for a complete transfer)",
-    "backup": "the path whose MPTCP endpoint was flagged backup at the start: none, wifi or lte",
-    "policy": "the node-side path policy: none or loss-aware",
+    **RUN_DESCRIPTIONS,  # runs.parquet's columns: rig.store.columns
     "bytes_acked": "cumulative bytes the subflow's peer acknowledged",
     "bytes_retrans": "cumulative bytes the subflow retransmitted",
     "ssthresh": "slow-start threshold, segments (2147483647: not set yet)",
@@ -42,14 +26,6 @@ DESCRIPTIONS = {
     "where": "where the event acted: radio (the emulator's link) or node (the node agent)",
     "loss": "the path's loss (retransmitted / sent bytes) over the policy's window when it switched",
     "action": "what the loss-aware policy did: backup or restore",
-    "fct_s": "flow completion time: the receiver's last byte read - the sender's start, seconds",
-    "first_byte_at": "when the receiver read the pair's first byte (the receiver's clock)",
-    "last_byte_at": "when the receiver read the pair's last byte (the receiver's clock)",
-    "bytes_lte": "bytes that left the sender's LTE interface during the run",
-    "bytes_wifi": "bytes that left the sender's WiFi interface during the run",
-    "status": "ok, failed (did not complete) or invalid (completed, failed validation)",
-    "reason": "why a run failed or is invalid",
-    "lag_retries": "earlier attempts of this run set aside because the emulator lagged (kept in the campaign's attempts/)",
     "time": "sample time, Unix seconds (UTC)",
     "host": "host the sample was taken on",
     "interface": "network interface name",
@@ -67,13 +43,7 @@ DESCRIPTIONS = {
     "remote": "remote address:port of the subflow",
     "cwnd": "congestion window, segments",
     "rtt_ms": "smoothed RTT, ms",
-    "subflows": "the fewest MPTCP subflows established on any of the pair's connections",
-    "join_s": "dual-homed runs: the longest any of the pair's connections took from its establishment until it had "
-              "a subflow on each path, seconds",
     "initial": "whether the subflow is its connection's first (the others are joins)",
-    "mp_join_syn_tx": "MP_JOIN SYNs the sender sent during the run (MPTcpExtMPJoinSynTx)",
-    "mp_join_synack_rx": "MP_JOIN SYN/ACKs the sender received during the run (MPTcpExtMPJoinSynAckRx)",
-    "add_addr_rx": "ADD_ADDRs the sender received during the run (MPTcpExtAddAddr)",
     "established_s": "when the subflow was established (the path manager's event), seconds after its connection's first SYN",
     "first_data_s": "when a sample first showed the subflow sending data, seconds after its connection's first SYN "
                     "(to the transfer's sample period)",

@@ -1,15 +1,14 @@
-"""The dataset's tables, built from a campaign directory.
+"""The dataset's tables, built from a campaign directory read through rig.store.reader.
 
-runs.parquet is taken as it is (started_at made a UTC timestamp, whatever the run store used).
-Each time series (runs/*/timeseries/<name>.parquet) becomes one table over all runs with a
-run_id column in front. Tables are streamed run by run into the Parquet writer, so memory stays
+runs.parquet is taken as the reader gives it (the current format: started_at a UTC timestamp,
+whatever the run store used). Each time series becomes one table over all runs with a run_id
+column in front. Tables are streamed run by run into the Parquet writer, so memory stays
 bounded by one row group however long the campaign.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator
-from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
@@ -17,41 +16,16 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 
 from rig.export.secrets import is_secret_key
+from rig.store.reader import CampaignDir, read_series, series_schema
 
 ROW_GROUP_ROWS = 1_000_000
 COMPRESSION = "zstd"
 
 
-def normalize_runs(table: pa.Table) -> pa.Table:
-    table = table.drop_columns([c for c in table.column_names if is_secret_key(c)])
-    if "started_at" in table.column_names:
-        col = table.column("started_at")
-        if pa.types.is_timestamp(col.type):
-            fixed = pc.cast(col, pa.timestamp("us", tz=col.type.tz or "UTC"))
-        elif pa.types.is_floating(col.type) or pa.types.is_integer(col.type):
-            fixed = pa.array([None if t is None else datetime.fromtimestamp(t, tz=timezone.utc)
-                              for t in col.to_pylist()], pa.timestamp("us", tz="UTC"))
-        else:
-            fixed = pa.array([None if t is None else _parse_iso(t) for t in col.to_pylist()],
-                             pa.timestamp("us", tz="UTC"))
-        table = table.set_column(table.column_names.index("started_at"), "started_at", fixed)
-    return table
-
-
-def _parse_iso(value: str) -> datetime:
-    t = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    return t if t.tzinfo else t.replace(tzinfo=timezone.utc)
-
-
-def series_files(campaign_dir: Path) -> dict[str, list[tuple[str, Path]]]:
-    """name -> [(run_id, file)] for every time series of every run, in run order."""
-    out: dict[str, list[tuple[str, Path]]] = {}
-    for path in sorted((campaign_dir / "runs").glob("*/timeseries/*.parquet")):
-        run_dir = path.parent.parent
-        # only recorded runs: not a crash's leftover .partial-<id>, not one still being written
-        if not run_dir.name.startswith(".") and (run_dir / "status.json").is_file():
-            out.setdefault(path.stem, []).append((run_dir.name, path))
-    return out
+def runs_table(campaign: CampaignDir) -> pa.Table:
+    """runs.parquet as exported: without secret columns."""
+    table = campaign.runs_table()
+    return table.drop_columns([c for c in table.column_names if is_secret_key(c)])
 
 
 def _with_run_id(table: pa.Table, run_id: str, schema: pa.Schema) -> pa.Table:
@@ -70,7 +44,7 @@ def _batches(files: list[tuple[str, Path]], schema: pa.Schema) -> Iterator[pa.Ta
     pending: list[pa.Table] = []
     rows = 0
     for run_id, path in files:
-        t = _with_run_id(pq.read_table(path), run_id, schema)
+        t = _with_run_id(read_series(path), run_id, schema)
         pending.append(t)
         rows += t.num_rows
         if rows >= ROW_GROUP_ROWS:
@@ -82,7 +56,7 @@ def _batches(files: list[tuple[str, Path]], schema: pa.Schema) -> Iterator[pa.Ta
 
 def write_series(files: list[tuple[str, Path]], out: Path) -> tuple[pa.Schema, int]:
     """Concatenate one series over runs into `out`; returns (schema, rows)."""
-    merged = pa.unify_schemas([pq.read_schema(p) for _, p in files], promote_options="permissive")
+    merged = pa.unify_schemas([series_schema(p) for _, p in files], promote_options="permissive")
     keep = [f for f in merged if f.name != "run_id" and not is_secret_key(f.name)]
     schema = pa.schema([pa.field("run_id", pa.string())] + keep)
     rows = 0

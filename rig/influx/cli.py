@@ -28,10 +28,11 @@ def _db_name(ctx: click.Context, param: click.Parameter, value: str) -> str:
 def sync(campaign_dir: Path) -> None:
     """Write the runs of CAMPAIGN_DIR that InfluxDB has not got yet (exactly once)."""
     from rig.store.inputs import campaign_dir as checked_campaign_dir
+    from rig.store.reader import PLAN, RUNS
 
-    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("plan.json",))
-    if not (campaign_dir / "runs").is_dir():
-        raise InputError(str(campaign_dir), "runs", "missing: not a campaign directory")
+    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=(PLAN,))
+    if not (campaign_dir / RUNS).is_dir():
+        raise InputError(str(campaign_dir), RUNS, "missing: not a campaign directory")
     result = sync_campaign(campaign_dir)
     click.echo(f"written {len(result.written)} runs ({result.points} points), "
                f"{len(result.already)} already there, {len(result.unfinished)} unfinished")

@@ -3,6 +3,10 @@
 InfluxDB 1.x, 2.x (v1 compatibility) and 3.x all accept that endpoint. A run that was written
 completely gets a marker, runs/<run_id>/influx.json, naming the destination (server and database,
 never credentials) so that `rig sync` writes each run once per destination.
+
+The campaign runner hands over each run the store has just written from memory (write_record:
+its record and runs rows, nothing read back from disk); `rig sync` reads the run store through
+rig.store.reader (encode_run, SummaryRows).
 """
 
 from __future__ import annotations
@@ -20,14 +24,20 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 from urllib.parse import urlencode
 
+import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from rig.influx.config import InfluxConfig, load_config
 from rig.influx.columns import Block
-from rig.influx.schema import SCHEMA_VERSION, campaign_info, summary_lines, timeseries_blocks
+from rig.influx.schema import SCHEMA_VERSION, run_context, series_blocks, summary_lines
+from rig.store.columns import run_rows
+from rig.store.reader import CampaignDir, RunDir
+
+if TYPE_CHECKING:
+    from rig.store.writer import CampaignStore, RunRecord
 
 log = logging.getLogger(__name__)
 MARKER = "influx.json"
@@ -53,6 +63,7 @@ class EncodedRun:
     run_dir: Path
     blocks: tuple[Block, ...]  # its time series, then its summary points
     summary_rows: int
+    recorded: bool = True  # the run store has recorded the run (its status.json is there)
 
 
 @dataclass(frozen=True)
@@ -169,18 +180,32 @@ class Sink:
         return bool(entry and entry.get("complete"))
 
     def encode_run(self, run_dir: Path, rows: list[dict] | None = None) -> EncodedRun:
-        """A run's points as the blocks send_run POSTs (no HTTP here: `rig sync` encodes the next
-        run while this one is sent)."""
-        run_dir = Path(run_dir)
+        """A recorded run's points, read from the run store, as the blocks send_run POSTs (no HTTP
+        here: `rig sync` encodes the next run while this one is sent). `rows`: the run's
+        runs.parquet rows, when the caller has them at hand."""
+        run = RunDir(run_dir)
+        campaign = CampaignDir(run.path.parent.parent)
         if rows is None:
-            rows = summary_rows(run_dir)
-        blocks = list(timeseries_blocks(run_dir, self.config.batch_lines))
-        status = _read_json(run_dir / "status.json")
-        summary = list(summary_lines(rows, campaign_info(run_dir.parent.parent), status.get("started_at")))
+            rows = summary_rows(run.path)
+        return self.encode(run.path, campaign.names(), run.params(), run.status().get("started_at"), run.all_series(),
+                           rows, run.recorded)
+
+    def encode_record(self, store: CampaignStore, record: RunRecord) -> EncodedRun:
+        """The run the store has just written, from its record in memory."""
+        params, status, pairs = store.record_docs(record)
+        rows = run_rows(record.run.run_id, store.names, params, status, pairs)
+        return self.encode(store.runs_dir / record.run.run_id, store.names, params, status.get("started_at"),
+                           sorted(record.timeseries.items()), rows, True)
+
+    def encode(self, run_dir: Path, campaign: tuple[str | None, str | None], params: dict, started_at: object,
+               series: Iterable[tuple[str, pa.Table]], rows: list[dict], recorded: bool) -> EncodedRun:
+        tags, ids = run_context(Path(run_dir).name, params, campaign)
+        blocks = list(series_blocks(series, tags, ids, self.config.batch_lines))
+        summary = list(summary_lines(rows, campaign, started_at))
         for start in range(0, len(summary), self.config.batch_lines):
             batch = summary[start:start + self.config.batch_lines]
             blocks.append(Block("".join(p + "\n" for p in batch).encode(), len(batch)))
-        return EncodedRun(run_dir, tuple(blocks), len(rows))
+        return EncodedRun(Path(run_dir), tuple(blocks), len(rows), recorded)
 
     def send_run(self, run: EncodedRun) -> WriteStats:
         """POST an encoded run; once all of it is in, mark the run written to this destination."""
@@ -190,7 +215,7 @@ class Sink:
         """Record that all of `run` is in: call only once every POST that carried its points succeeded."""
         # Complete once the run has finished and its summary rows are in; until then
         # `rig sync` writes it again (same timestamps, so nothing is duplicated).
-        complete = (run.run_dir / "status.json").is_file() and run.summary_rows > 0
+        complete = run.recorded and run.summary_rows > 0
         _write_marker(run.run_dir, self.config.destination, {
             "points": points, "summary_rows": run.summary_rows, "complete": complete,
             "schema": SCHEMA_VERSION, "written_at": datetime.now(timezone.utc).isoformat()})
@@ -200,16 +225,25 @@ class Sink:
         return self.send_run(self.encode_run(run_dir, rows))
 
     def write_run(self, run_dir: Path, rows: list[dict] | None = None) -> bool:
-        """Write one run; False (and a warning, no exception) if the server failed.
+        """Write one recorded run read from the run store; False (and a warning, no exception) if
+        the server failed.
 
         `rows` are the run's runs.parquet rows when the caller has them at hand; by default
         they are read from the campaign's runs.parquet.
         """
+        return self._write(Path(run_dir).name, lambda: self.encode_run(run_dir, rows))
+
+    def write_record(self, store: CampaignStore, record: RunRecord) -> bool:
+        """Write the run `store` has just written, from memory (the campaign runner's live write);
+        False (and a warning) if the server failed."""
+        return self._write(record.run.run_id, lambda: self.encode_record(store, record))
+
+    def _write(self, run_id: str, encode) -> bool:
         try:
-            self.write_run_or_raise(run_dir, rows)
+            self.send_run(encode())
             return True
         except SinkError as e:
-            log.warning("InfluxDB write of run %s failed, `rig sync` will retry: %s", Path(run_dir).name, e)
+            log.warning("InfluxDB write of run %s failed, `rig sync` will retry: %s", run_id, e)
             return False
 
 
@@ -240,11 +274,11 @@ def missing_database_help(config: InfluxConfig, write_error: str, create_error: 
 
 def summary_rows(run_dir: Path) -> list[dict]:
     """The run's rows of the campaign's runs.parquet (empty if it does not list the run yet)."""
-    path = run_dir.parent.parent / "runs.parquet"
-    if not path.is_file():
+    campaign = CampaignDir(Path(run_dir).parent.parent)
+    if not campaign.runs_table_path.is_file():
         return []
-    table = pq.read_table(path)
-    return table.filter(pc.equal(table.column("run_id"), run_dir.name)).to_pylist()
+    table = campaign.runs_table()
+    return table.filter(pc.equal(table.column("run_id"), Path(run_dir).name)).to_pylist()
 
 
 class SummaryRows:
@@ -253,8 +287,8 @@ class SummaryRows:
     all at once, 1.3 GB)."""
 
     def __init__(self, campaign_dir: Path):
-        path = Path(campaign_dir) / "runs.parquet"
-        self.table = pq.read_table(path).sort_by("run_id") if path.is_file() else None
+        campaign = CampaignDir(campaign_dir)
+        self.table = campaign.runs_table().sort_by("run_id") if campaign.runs_table_path.is_file() else None
         self.span: dict[str, tuple[int, int]] = {}  # run id -> (first row, rows), rows sorted by run id
         if self.table is not None:
             for i, run_id in enumerate(self.table.column("run_id").to_pylist()):

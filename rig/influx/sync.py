@@ -18,6 +18,7 @@ from pathlib import Path
 
 from rig.core.errors import InputError, RigError
 from rig.influx.sink import MAX_BODY_BYTES, EncodedRun, Sink, SinkError, SummaryRows, pieces, sink_from_env
+from rig.store.reader import CampaignDir, RunDir
 
 
 @dataclass
@@ -34,10 +35,14 @@ class SyncResult:
 
 
 def run_dirs(campaign_dir: Path) -> list[Path]:
-    runs = Path(campaign_dir) / "runs"
-    if not (Path(campaign_dir) / "plan.json").is_file() or not runs.is_dir():
+    return [r.path for r in _runs(campaign_dir)]
+
+
+def _runs(campaign_dir: Path) -> list[RunDir]:
+    campaign = CampaignDir(campaign_dir)
+    if not campaign.plan_path.is_file() or not campaign.runs_dir.is_dir():
         raise InputError(str(campaign_dir), "-", "not a campaign directory (no plan.json and runs/)")
-    return sorted(p for p in runs.iterdir() if p.is_dir() and not p.name.startswith("."))  # not .partial-*
+    return campaign.run_dirs()  # not .partial-*
 
 
 def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
@@ -45,10 +50,10 @@ def sync(campaign_dir: Path, sink: Sink | None = None) -> SyncResult:
     if sink is None:
         raise RigError("no InfluxDB configured: set RIG_INFLUX_URL or write ~/.config/rig/influx.toml")
     result = SyncResult()
-    dirs = run_dirs(campaign_dir)
+    runs = _runs(campaign_dir)
     rows = SummaryRows(campaign_dir)
-    finished = [d for d in dirs if (d / "status.json").is_file()]
-    result.unfinished = sorted({d.name for d in dirs} - {d.name for d in finished})
+    finished = [r.path for r in runs if r.recorded]
+    result.unfinished = sorted(r.run_id for r in runs if not r.recorded)
     to_write = [d for d in finished if not sink.is_written(d)]
     result.already = sorted({d.name for d in finished} - {d.name for d in to_write})
     with ThreadPoolExecutor(1, thread_name_prefix="encode") as encoder:

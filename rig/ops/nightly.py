@@ -34,6 +34,7 @@ from rig.export import export_campaign
 from rig.influx import sink_from_env, sync
 from rig.rigs.lab import load_lab
 from rig.report.page import write_report
+from rig.store.reader import RUNS_TABLE, CampaignDir
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STAMP = "%Y%m%d-%H%M%S"
@@ -144,10 +145,10 @@ def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
 
 def latest_campaign_dir(results: Path, campaign: str) -> Path:
     """The campaign directory the runner just wrote: its runs.parquet is the newest."""
-    dirs = [p.parent for p in results.glob(f"{campaign}-*/runs.parquet")]
+    dirs = [CampaignDir(p.parent) for p in results.glob(f"{campaign}-*/{RUNS_TABLE}")]
     if not dirs:
-        raise RigError(f"{results}: the runner left no {campaign}-*/runs.parquet")
-    return max(dirs, key=lambda d: (d / "runs.parquet").stat().st_mtime)
+        raise RigError(f"{results}: the runner left no {campaign}-*/{RUNS_TABLE}")
+    return max(dirs, key=lambda d: d.runs_table_path.stat().st_mtime).root
 
 
 def prune_exports(exports: Path, name: str, keep: int) -> list[Path]:

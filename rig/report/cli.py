@@ -15,9 +15,9 @@ def report(campaign_dir: Path, include_invalid: bool) -> None:
     """Write CAMPAIGN_DIR/report/index.html with share, goodput and failure figures (and the studies'
     figures where the data has them, docs/studies.md)."""
     from rig.store.inputs import campaign_dir as checked_campaign_dir
+    from rig.store.reader import METADATA, PLAN, RUNS_TABLE
 
-    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=("runs.parquet",),
-                          optional=("plan.json", "metadata.json"))
+    checked_campaign_dir(campaign_dir, "CAMPAIGN_DIR", needs=(RUNS_TABLE,), optional=(PLAN, METADATA))
     from rig.report.page import write_report  # matplotlib and the analysis: only for a directory that passed
 
     out = write_report(campaign_dir, include_invalid)

@@ -7,7 +7,6 @@ sees a report half old and half new.
 
 from __future__ import annotations
 
-import json
 import shutil
 from collections import Counter
 from datetime import datetime, timezone
@@ -22,6 +21,7 @@ from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodpu
 from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
 from rig.core.errors import InputError
+from rig.store.reader import PLAN, RUNS_TABLE, CampaignDir
 from rig.report.studies import study_sections
 
 TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
@@ -117,14 +117,14 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
     """Figures from the ok runs; with include_invalid also from runs that completed but failed
     validation (e.g. the emulator lagged), marked as such on the page."""
     campaign_dir = Path(campaign_dir)
-    if not (campaign_dir / "runs.parquet").is_file():
-        raise InputError(str(campaign_dir), "runs.parquet", "missing: not a campaign directory with recorded runs")
+    campaign = CampaignDir(campaign_dir)
+    if not campaign.has(RUNS_TABLE):
+        raise InputError(str(campaign_dir), RUNS_TABLE, "missing: not a campaign directory with recorded runs")
     all_rows = load_runs(campaign_dir)
     plotted = {"ok", "invalid"} if include_invalid else {"ok"}
     rows = [r for r in all_rows if r.get("status") in plotted]
     outcomes = run_outcomes(campaign_dir)
-    plan_file = campaign_dir / "plan.json"
-    planned = len(json.loads(plan_file.read_text()).get("runs", [])) if plan_file.is_file() else len(outcomes)
+    planned = len(campaign.plan().get("runs", [])) if campaign.has(PLAN) else len(outcomes)
     status = Counter(o["status"] for o in outcomes)
 
     tmp = campaign_dir / ".report.partial"

@@ -22,6 +22,7 @@ from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
 from rig.run.radios import NoRadios, Radios
 from rig.run.tables import interface_table, lag_table, received_table, switch_table, transfer_subflow_table
+from rig.store.columns import MIB_COUNTERS
 from rig.store.writer import RunRecord
 
 # T0 is set this far after the launch round begins (launch): each sender's source, held with its
@@ -321,15 +322,11 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, samples: list
         "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
         "bytes_wifi": tx_delta(samples, p.sender_wifi.ifname),
         "bytes_lte": tx_delta(samples, p.sender_lte.ifname),
-        # What crosses the interfaces more than once: segments the subflows retransmitted, and
-        # MPTCP-level reinjections (data re-sent on another subflow after an MPTCP timeout).
-        "retrans_segs": moved("TcpRetransSegs"),
-        "reinjections": moved("MPTcpExtMPTCPRetrans"),
         **joins.pair_summary(report["source"], p, homing_paths(run.homing)),
-        # The sender's path manager at work: joins it sent and saw answered, addresses announced to it.
-        "mp_join_syn_tx": moved("MPTcpExtMPJoinSynTx"),
-        "mp_join_synack_rx": moved("MPTcpExtMPJoinSynAckRx"),
-        "add_addr_rx": moved("MPTcpExtAddAddr"),
+        # The sender's MIB counters the runs table has columns for (rig.store.columns): what crossed
+        # the interfaces more than once (segments retransmitted, MPTCP reinjections) and the path
+        # manager at work (joins sent and answered, addresses announced to it).
+        **{column: moved(counter) for column, counter in MIB_COUNTERS.items()},
     }
 
 

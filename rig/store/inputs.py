@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from rig.store import formats
 from rig.core.errors import InputError
 from rig.core.yamlfile import load_yaml
+from rig.store.reader import DOCUMENTS, RUNS_TABLE, CampaignDir
 
 # What a campaign directory holds once the runner has recorded at least one run (rig.store.writer).
-CAMPAIGN_FILES = ("campaign.yaml", "plan.json", "metadata.json", "runs.parquet")
+CAMPAIGN_FILES = (*DOCUMENTS, RUNS_TABLE)
 
 
 def campaign_dir(path: Path, flag: str, needs: tuple[str, ...] = CAMPAIGN_FILES, optional: tuple[str, ...] = ()) -> Path:
@@ -28,12 +28,10 @@ def campaign_dir(path: Path, flag: str, needs: tuple[str, ...] = CAMPAIGN_FILES,
     for name in (*needs, *optional):
         if (path / name).exists():
             _readable(path / name)
-    plan = path / "plan.json"
-    if plan.exists():
-        doc = json.loads(plan.read_text())
-        formats.check(doc, plan, formats.PLAN)
-        if not isinstance(doc.get("runs"), list):
-            raise InputError(str(plan), "runs", "missing: not a campaign plan")
+    campaign = CampaignDir(path)
+    if campaign.plan_path.exists():
+        if not isinstance(campaign.plan().get("runs"), list):
+            raise InputError(str(campaign.plan_path), "runs", "missing: not a campaign plan")
     return path
 
 

@@ -9,7 +9,8 @@
 Every write is atomic: a run is assembled in runs/.partial-<run_id>/ and renamed into place
 only when complete, and files are written to a temporary name and renamed. So a killed
 campaign leaves either a whole run or none, and `--resume` only has to look at what exists.
-plan.json and each status.json carry their format version (rig.store.formats).
+Every file read back carries its format version (rig.store.formats); what reads a campaign
+directory back, this store's resume included, reads it through rig.store.reader.
 """
 
 from __future__ import annotations
@@ -27,25 +28,16 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from rig.store import formats
+from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
+from rig.store.reader import (ATTEMPTS, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS, TIMESERIES,
+                              TRANSFERS, CAMPAIGN_FILE, CampaignDir)
 from rig.model.spec import Run
 
 if TYPE_CHECKING:  # the store writes a plan it is given; planning is the campaign's
     from rig.campaign.plan import Plan
 
-RUNS_COLUMNS = [
-    ("run_id", pa.string()), ("campaign", pa.string()), ("campaign_id", pa.string()), ("setup", pa.string()), ("homing", pa.string()),
-    ("cc", pa.string()), ("connections", pa.int32()), ("volume_bytes", pa.int64()), ("rcvbuf_bytes", pa.int64()),
-    ("wifi_standard", pa.string()), ("repetition", pa.int32()), ("pair", pa.int32()), ("sender", pa.string()),
-    ("receiver", pa.string()), ("started_at", pa.timestamp("us", tz="UTC")), ("duration_s", pa.float64()),
-    ("goodput_bps", pa.float64()), ("bytes_lte", pa.int64()), ("bytes_wifi", pa.int64()),
-    ("status", pa.string()), ("reason", pa.string()), ("bytes_sent", pa.int64()), ("bytes_received", pa.int64()),
-    ("retrans_segs", pa.int64()), ("reinjections", pa.int64()), ("lag_retries", pa.int32()),
-    ("fct_s", pa.float64()), ("first_byte_at", pa.timestamp("us", tz="UTC")), ("last_byte_at", pa.timestamp("us", tz="UTC")),
-    ("backup", pa.string()), ("policy", pa.string()),
-    ("subflows", pa.int32()), ("join_s", pa.float64()), ("mp_join_syn_tx", pa.int64()),
-    ("mp_join_synack_rx", pa.int64()), ("add_addr_rx", pa.int64()),
-]
-RUNS_SCHEMA = pa.schema(RUNS_COLUMNS)
+# runs.parquet's columns are defined once, in rig.store.columns (RUNS_SCHEMA carries the format).
+__all__ = ["RUNS_SCHEMA", "CampaignStore", "RunRecord", "utc_now", "write_atomic", "write_json"]
 
 
 def utc_now() -> str:
@@ -86,8 +78,9 @@ class RunRecord:
 class CampaignStore:
     def __init__(self, root: Path):
         self.root = Path(root)
-        self.runs_dir = self.root / "runs"
-        self.attempts_dir = self.root / "attempts"
+        self.dir = CampaignDir(self.root)  # what the store reads back, it reads through the reader
+        self.runs_dir = self.root / RUNS
+        self.attempts_dir = self.root / ATTEMPTS
         self._rows: list[dict] | None = None  # runs.parquet's rows, read from disk once
 
     # -- creation and discovery ---------------------------------------------------------
@@ -101,11 +94,11 @@ class CampaignStore:
             suffix += 1
             root = Path(out) / f"{plan.campaign.name}-{stamp}-{suffix}"
         staging = root.with_name(f".{root.name}.creating")
-        (staging / "runs").mkdir(parents=True)
-        write_atomic(staging / "campaign.yaml", campaign_text)
+        (staging / RUNS).mkdir(parents=True)
+        write_atomic(staging / CAMPAIGN_FILE, campaign_text)
         campaign_id = root.name.removeprefix(plan.campaign.name + "-")
-        write_json(staging / "plan.json", {**plan.to_dict(), "campaign_id": campaign_id, "format": formats.PLAN})
-        write_json(staging / "metadata.json", {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
+        write_json(staging / PLAN, {**plan.to_dict(), "campaign_id": campaign_id, "format": formats.PLAN})
+        write_json(staging / METADATA, {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
         os.rename(staging, root)
         return cls(root)
 
@@ -114,14 +107,13 @@ class CampaignStore:
         """The newest unfinished campaign directory under `out` with the same plan. A plan.json or
         a run's status.json in a format this rig cannot read is refused (InputError) before
         anything is written."""
-        candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/plan.json"), key=lambda p: p.parent.name, reverse=True)
+        candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
         for plan_file in candidates:
             store = cls(plan_file.parent)
             try:
-                saved = json.loads(plan_file.read_text())
+                saved = store.dir.plan()
             except (OSError, json.JSONDecodeError):
                 continue
-            formats.check(saved, plan_file, formats.PLAN)
             if saved.get("digest") == plan.digest and len(store.finished_ids()) < len(plan.runs):
                 store.rows()  # reads every recorded run's status.json now, checking its format
                 return store
@@ -131,15 +123,13 @@ class CampaignStore:
     def names(self) -> tuple[str, str]:
         """(campaign name, campaign id) as recorded in plan.json: read once per store (a 100,000-run
         plan.json is 33 MB, and every run recorded needs the names)."""
-        plan = json.loads((self.root / "plan.json").read_text())
+        plan = self.dir.plan()
         return plan["campaign"], plan["campaign_id"]
 
     # -- runs --------------------------------------------------------------------------
 
     def finished_ids(self) -> set[str]:
-        if not self.runs_dir.is_dir():
-            return set()
-        return {d.name for d in self.runs_dir.iterdir() if not d.name.startswith(".") and (d / "status.json").is_file()}
+        return set(self.dir.recorded_ids())
 
     def discard_partial(self) -> list[str]:
         """Remove runs a crash left half-assembled; they are redone."""
@@ -155,12 +145,23 @@ class CampaignStore:
             raise FileExistsError(f"run {rec.run.run_id} is already recorded")
         self._assemble(rec, self.runs_dir / f".partial-{rec.run.run_id}", final)
         if self._rows is not None:
-            self._rows += self._run_rows(rec.run.run_id)
+            self._rows += self.record_rows(rec)
         return final
+
+    def record_docs(self, rec: RunRecord) -> tuple[dict, dict, list[dict]]:
+        """(params, status, pairs) of a run from its record in memory, as the reader gives them
+        from its files (the values go through JSON as the files do)."""
+        params, status, pairs = json.loads(json.dumps([self._params(rec), self._status(rec), self._pairs(rec)],
+                                                      sort_keys=True, default=str))
+        return formats.run_params(params, 1), status, formats.run_pairs(pairs, 1)
+
+    def record_rows(self, rec: RunRecord) -> list[dict]:
+        """The runs.parquet rows of a run, from its record in memory: the same as from its files."""
+        return run_rows(rec.run.run_id, self.names, *self.record_docs(rec))
 
     def attempts(self, run_id: str) -> int:
         """How many earlier attempts of this run were set aside (write_attempt)."""
-        return len(list(self.attempts_dir.glob(f"{run_id}.*"))) if self.attempts_dir.is_dir() else 0
+        return len(self.dir.attempts(run_id))
 
     def write_attempt(self, rec: RunRecord) -> Path:
         """Keep an attempt that will be run again, as a whole run directory outside runs/, so it
@@ -172,25 +173,34 @@ class CampaignStore:
 
     def _assemble(self, rec: RunRecord, part: Path, final: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
-        (part / "transfers").mkdir(parents=True)
-        (part / "timeseries").mkdir()
-        (part / "logs").mkdir()
-        campaign, campaign_id = self.names
-        write_json(part / "params.json", {**rec.run.to_dict(), "campaign": campaign, "campaign_id": campaign_id})
+        (part / TRANSFERS).mkdir(parents=True)
+        (part / TIMESERIES).mkdir()
+        (part / LOGS).mkdir()
+        write_json(part / PARAMS, self._params(rec))
         for host, doc in rec.transfers.items():
-            write_json(part / "transfers" / f"{host}.json", doc, indent=None)  # the biggest: every interval and sample
+            write_json(part / TRANSFERS / f"{host}.json", doc, indent=None)  # the biggest: every interval and sample
         for name, table in rec.timeseries.items():
-            pq.write_table(table, part / "timeseries" / f"{name}.parquet", compression="zstd")
+            versioned = table.replace_schema_metadata({**(table.schema.metadata or {}), formats.KEY: formats.SERIES})
+            pq.write_table(versioned, part / TIMESERIES / f"{name}.parquet", compression="zstd")
         for name, text in rec.logs.items():
-            write_atomic(part / "logs" / name, text)
-        write_json(part / "pairs.json", rec.pairs)
+            write_atomic(part / LOGS / name, text)
+        write_json(part / PAIRS, self._pairs(rec))
         # status.json last: its presence is what marks the run as recorded.
-        write_json(
-            part / "status.json",
-            {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at, **rec.details,
-             "format": formats.RUN_STATUS},
-        )
+        write_json(part / STATUS, self._status(rec))
         os.rename(part, final)
+
+    def _params(self, rec: RunRecord) -> dict:
+        campaign, campaign_id = self.names
+        return {**rec.run.to_dict(), "campaign": campaign, "campaign_id": campaign_id, formats.KEY: formats.RUN_PARAMS}
+
+    @staticmethod
+    def _pairs(rec: RunRecord) -> list[dict]:
+        return [formats.with_format(p, formats.RUN_PAIRS) for p in rec.pairs]
+
+    @staticmethod
+    def _status(rec: RunRecord) -> dict:
+        return {"status": rec.status, "reason": rec.reason, "started_at": rec.started_at, "finished_at": rec.finished_at,
+                **rec.details, formats.KEY: formats.RUN_STATUS}
 
     # -- the runs table -------------------------------------------------------------------
 
@@ -200,39 +210,13 @@ class CampaignStore:
         return self._rows
 
     def _run_rows(self, run_id: str) -> list[dict]:
-        campaign, campaign_id = self.names
-        d = self.runs_dir / run_id
-        params = json.loads((d / "params.json").read_text())
-        status = json.loads((d / "status.json").read_text())
-        formats.check(status, d / "status.json", formats.RUN_STATUS)
-        lag_retries = status.get("lag_retries")
-        out = []
-        for p in json.loads((d / "pairs.json").read_text()):
-            out.append(
-                {
-                    "run_id": run_id, "campaign": campaign, "campaign_id": campaign_id, "setup": params["setup"], "homing": params["homing"],
-                    "cc": params["cc"], "connections": params["connections"], "volume_bytes": params["volume_bytes"],
-                    "rcvbuf_bytes": params["rcvbuf_bytes"], "wifi_standard": params["wifi_standard"],
-                    "repetition": params["repetition"], "pair": p["pair"], "sender": p["sender"],
-                    "receiver": p["receiver"], "started_at": datetime.fromisoformat(p["started_at"]) if p.get("started_at") else None,
-                    "duration_s": p.get("duration_s"), "goodput_bps": p.get("goodput_bps"),
-                    "bytes_lte": p.get("bytes_lte"), "bytes_wifi": p.get("bytes_wifi"),
-                    "status": p["status"], "reason": p.get("reason"),
-                    "bytes_sent": p.get("bytes_sent"), "bytes_received": p.get("bytes_received"),
-                    "retrans_segs": p.get("retrans_segs"), "reinjections": p.get("reinjections"),
-                    "lag_retries": lag_retries, "fct_s": p.get("fct_s"),
-                    "first_byte_at": datetime.fromisoformat(p["first_byte_at"]) if p.get("first_byte_at") else None,
-                    "last_byte_at": datetime.fromisoformat(p["last_byte_at"]) if p.get("last_byte_at") else None,
-                    "backup": params.get("backup", "none"), "policy": params.get("policy", "none"),
-                    **{k: p.get(k) for k in ("subflows", "join_s", "mp_join_syn_tx", "mp_join_synack_rx", "add_addr_rx")},
-                }
-            )
-        return out
+        run = self.dir.run(run_id)
+        return run_rows(run_id, self.names, run.params(), run.status(), run.pairs())
 
     def write_runs_table(self) -> Path:
-        table = pa.Table.from_pylist(self.rows(), schema=RUNS_SCHEMA)
-        path = self.root / "runs.parquet"
-        tmp = path.with_name(f".runs.parquet.tmp{os.getpid()}")
+        table = runs_table(self.rows())
+        path = self.root / RUNS_TABLE
+        tmp = path.with_name(f".{RUNS_TABLE}.tmp{os.getpid()}")
         pq.write_table(table, tmp)
         os.replace(tmp, path)
         return path
