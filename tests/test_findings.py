@@ -252,3 +252,11 @@ def test_the_report_has_no_findings_section_for_other_campaigns(tmp_path):
 
     d = write_findings_campaign(tmp_path, "my-own-campaign", [run(2.7e6) for _ in range(3)])
     assert 'id="findings-table"' not in write_report(d).read_text()
+
+
+def test_a_planned_level_without_valid_runs_keeps_its_row(tmp_path, findings):
+    runs = [r if r["cc"] != "olia" else {**r, "status": "invalid"} for r in _homing_runs()]
+    d = write_findings_campaign(tmp_path, "seed002-homing", runs)
+    share = _verdicts(findings, [d])["wifi-share"]
+    assert [(x.group, x.verdict) for x in share] == [("cc cubic", HELD), ("cc lia", HELD), ("cc olia", INCONCLUSIVE)]
+    assert share[2].reason == "too few valid runs (0 < 5)"

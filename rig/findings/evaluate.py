@@ -9,13 +9,16 @@ reaches across the expectation's bound (for a direction: includes 0).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 
 from rig.findings import stats
 from rig.findings.data import PARAM_ONLY, CampaignData
 from rig.findings.metrics import METRICS
-from rig.findings.model import FACTORS, TWIN, Claim, Findings, conditions, level_text, parse_level
+from rig.findings.model import (CAMPAIGNS_DIR, FACTORS, TWIN, Claim, Findings, campaign_levels, conditions, level_text,
+                                parse_level)
+from rig.model.campaign import load_campaign
 
 HELD, NOT_HELD, INCONCLUSIVE, NOT_EVALUATED = "held", "not held", "inconclusive", "not evaluated"
 
@@ -81,11 +84,30 @@ class Table:
             mask &= np.isin(arr, [c for c in wanted if c is not None])
         return mask
 
-    def levels(self, factor: str, mask: np.ndarray) -> list:
-        """The levels of a factor among the selected runs, in the factor's order."""
+    def levels(self, factor: str, mask: np.ndarray, where: dict) -> list:
+        """The factor's levels: those the campaign file plans (within `where`'s), in its order, then
+        any other the selected runs have - so a level whose runs all failed still gets its row."""
         column = FACTORS[factor][0]
-        values = {_key(r.get(column)): r.get(column) for r, m in zip(self.data.runs.values(), mask) if m}
-        return sorted(values.values(), key=lambda v: (v is None, v if isinstance(v, (int, float)) else str(v)))
+        seen = {_key(r.get(column)): r.get(column) for r, m in zip(self.data.runs.values(), mask) if m}
+        planned = planned_levels(self.data.name, factor) or []
+        if factor in where:
+            wanted = {_key(parse_level(factor, x)) for x in (where[factor] if isinstance(where[factor], list) else [where[factor]])}
+            planned = [v for v in planned if _key(v) in wanted]
+        rest = sorted((v for k, v in seen.items() if k not in {_key(p) for p in planned}),
+                      key=lambda v: (v is None, v if isinstance(v, (int, float)) else str(v)))
+        return planned + rest
+
+
+@lru_cache(maxsize=None)
+def _campaign_file(name: str):
+    f = CAMPAIGNS_DIR / f"{name}.yaml"
+    return load_campaign(f) if f.is_file() else None
+
+
+def planned_levels(name: str, factor: str) -> list | None:
+    """The levels campaigns/<name>.yaml gives a factor (None: no such file, or it does not vary it)."""
+    campaign = _campaign_file(name) if factor != "campaign" else None
+    return campaign_levels(campaign, factor) if campaign is not None else None
 
 
 def _label(factor: str, value: object) -> str:
@@ -127,7 +149,7 @@ def _evaluate_group(claim: Claim, table: Table, mask: np.ndarray, min_runs: int,
         n = {"runs": int(mask.sum())}
         samples = [values[mask]]
     elif claim.test == "trend":
-        levels = [parse_level(claim.factor, x) for x in claim.levels] or table.levels(claim.factor, mask)
+        levels = [parse_level(claim.factor, x) for x in claim.levels] or table.levels(claim.factor, mask, claim.where)
         samples = [values[mask & table.select({claim.factor: [lv]})] for lv in levels]
         n = {level_text(claim.factor, lv): len(s) for lv, s in zip(levels, samples)}
     else:
@@ -159,7 +181,7 @@ def evaluate_claim(study: str, claim: Claim, table: Table, min_runs: int) -> lis
     groups: list[tuple[str, np.ndarray]] = [("", where)]
     for factor in claim.for_each:
         groups = [(", ".join(x for x in (label, _label(factor, lv)) if x), mask & table.select({factor: [lv]}))
-                  for label, mask in groups for lv in table.levels(factor, mask)]
+                  for label, mask in groups for lv in table.levels(factor, mask, claim.where)]
     out = []
     for label, mask in groups:
         verdict, est, n, reason = _evaluate_group(claim, table, mask, claim.min_runs or min_runs,
