@@ -164,7 +164,7 @@ def _evaluate_group(claim: Claim, table: Table, mask: np.ndarray, min_runs: int,
             n = {"a": len(a), "b": len(bs[0])}
         samples = [a, *bs]
     fewest = min(len(s) for s in samples) if samples else 0
-    if len(samples) < (2 if claim.test == "trend" else 1) or fewest < min_runs:
+    if len(samples) < (2 if claim.test == "trend" else 1) or fewest < 2:
         return INCONCLUSIVE, None, n, f"too few valid runs ({fewest} < {min_runs})" if samples else "no levels"
     if claim.test == "mean":
         est = stats.mean(samples[0], rng)
@@ -172,6 +172,8 @@ def _evaluate_group(claim: Claim, table: Table, mask: np.ndarray, min_runs: int,
         est = stats.trend(samples, rng)
     else:
         est = stats.compare(samples[0], samples[1:], claim.best, claim.test == "ratio", rng)
+    if fewest < min_runs:  # the interval is shown, but it is no evidence yet
+        return INCONCLUSIVE, est, n, f"too few valid runs ({fewest} < {min_runs})"
     verdict, reason = _judge(claim, est)
     return verdict, est, n, reason
 
