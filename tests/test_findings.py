@@ -260,3 +260,19 @@ def test_a_planned_level_without_valid_runs_keeps_its_row(tmp_path, findings):
     share = _verdicts(findings, [d])["wifi-share"]
     assert [(x.group, x.verdict) for x in share] == [("cc cubic", HELD), ("cc lia", HELD), ("cc olia", INCONCLUSIVE)]
     assert share[2].reason == "too few valid runs (0 < 5)"
+
+
+def test_the_docs_tables_are_what_their_command_writes():
+    """docs/studies.md's block between the findings lines is rig findings' output: when its command
+    names no directories (nothing run yet), writing it again changes nothing."""
+    from rig.findings.cli import BEGIN, END
+
+    text = (REPO / "docs/studies.md").read_text()
+    block = text.split(BEGIN, 1)[1].split(END, 1)[0]
+    command = block.split("`", 2)[1]
+    assert command.startswith("rig findings ") and command.endswith("--update docs/studies.md")
+    if command != "rig findings --update docs/studies.md":
+        pytest.skip(f"made from campaign directories: {command}")
+    loaded = [(str(f), load_findings(f)) for f in shipped()]
+    expected = markdown(evaluate(loaded, {}), {f.study: f.title for _, f in loaded}, ["--update", "docs/studies.md"])
+    assert block == f"\n{expected}\n"
