@@ -51,9 +51,10 @@ def parse_level(factor: str, value: object) -> object:
 
 
 def _check_condition(v: Condition) -> Condition:
+    """Its levels are levels of their factors (an unknown factor is named by _check_claim)."""
     for factor, levels in v.items():
         if factor not in FACTORS:
-            raise ValueError(f"{factor!r} is not a factor (one of {', '.join(FACTORS)})")
+            continue
         for level in levels if isinstance(levels, list) else [levels]:
             parse_level(factor, level)
     return v
@@ -188,6 +189,8 @@ def _check_claim(claim: Claim, i: int, source: str, campaigns: dict) -> None:
         if claim.factor:
             used.append(("factor", claim.factor, claim.levels))
         for field, factor, levels in used:
+            if factor not in FACTORS:
+                raise InputError(source, f"{where}.{field}", f"not a factor (one of {', '.join(FACTORS)})")
             known = campaign_levels(c, factor)
             if known is None:
                 raise InputError(source, f"{where}.{field}", f"{name} does not vary {factor}")
