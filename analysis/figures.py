@@ -20,7 +20,6 @@ from matplotlib.figure import Figure  # noqa: E402
 from analysis.factors import LABELS, fmt, ordered, slices, title  # noqa: E402
 from analysis.stats import mean_ci  # noqa: E402
 
-MAX_PANELS = 6
 LTE_COLOR, WIFI_COLOR = "#1f77b4", "#ff7f0e"
 HATCHES = ("", "//", "..", "xx", "\\\\", "oo")
 
@@ -35,9 +34,11 @@ def path_mbps(row: dict, column: str) -> float:
 
 
 def _panels(n: int) -> tuple[Figure, list]:
-    cols = min(n, 3)
+    """n panels as small multiples, every one drawn: 3 a row, 4 (smaller) beyond 9 panels."""
+    cols = min(n, 3 if n <= 9 else 4)
     rows = math.ceil(n / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(5.2 * cols, 3.8 * rows), squeeze=False)
+    width, height = (5.2, 3.8) if n <= 9 else (4.4, 3.3)
+    fig, axes = plt.subplots(rows, cols, figsize=(width * cols, height * rows), squeeze=False)
     flat = [ax for row in axes for ax in row]
     for ax in flat[n:]:
         ax.set_visible(False)
@@ -53,9 +54,8 @@ def _cc_list(rows: list[dict]) -> list[str]:
     return list(dict.fromkeys(r["cc"] for r in sorted(rows, key=lambda r: str(r["cc"]))))
 
 
-def _finish(fig: Figure, factor: str, what: str, hidden: int) -> Figure:
-    note = f" ({hidden} more panels not shown)" if hidden else ""
-    fig.suptitle(f"{what} vs. {LABELS.get(factor, factor)}{note}")
+def _finish(fig: Figure, factor: str, what: str) -> Figure:
+    fig.suptitle(f"{what} vs. {LABELS.get(factor, factor)}")
     fig.tight_layout()
     return fig
 
@@ -63,7 +63,7 @@ def _finish(fig: Figure, factor: str, what: str, hidden: int) -> Figure:
 def share_figure(rows: list[dict], factor: str) -> Figure:
     data = measured(rows)
     groups = slices(data, factor)
-    fig, axes = _panels(min(len(groups), MAX_PANELS))
+    fig, axes = _panels(len(groups))
     ccs = _cc_list(data)
     for ax, (fixed, panel) in zip(axes, groups):
         values = ordered(factor, [r.get(factor) for r in panel])
@@ -98,7 +98,7 @@ def share_figure(rows: list[dict], factor: str) -> Figure:
         labels.append(cc)
     axes[-1].legend(handles, labels, fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1),
                     title="% on top: WiFi share", title_fontsize=8)
-    return _finish(fig, factor, "LTE/WiFi throughput share", len(groups) - len(axes))
+    return _finish(fig, factor, "LTE/WiFi throughput share")
 
 
 def per_run_goodput(rows: list[dict]) -> dict[str, float]:
@@ -121,7 +121,7 @@ def goodput_cells(rows: list[dict], factor: str) -> dict:
 def goodput_figure(rows: list[dict], factor: str) -> Figure:
     data = measured(rows)
     groups = slices(data, factor)
-    fig, axes = _panels(min(len(groups), MAX_PANELS))
+    fig, axes = _panels(len(groups))
     ccs = _cc_list(data)
     colors = plt.get_cmap("tab10").colors
     for ax, (fixed, panel) in zip(axes, groups):
@@ -141,4 +141,4 @@ def goodput_figure(rows: list[dict], factor: str) -> Figure:
         ax.set_title(title(fixed), fontsize=9)
     axes[-1].legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.02, 1), title="mean, 95 % CI",
                     title_fontsize=8)
-    return _finish(fig, factor, "Goodput", len(groups) - len(axes))
+    return _finish(fig, factor, "Goodput")

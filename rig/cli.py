@@ -20,6 +20,7 @@ COMMANDS = {
     "doctor": ("rig.ops.doctor:doctor", "Report what this host (or each node of --rig) can do for the rig."),
     "emu": ("rig.rigs.emulated.cli:emu", "Bring the emulated rig up, tear it down, or show it."),
     "export": ("rig.export.cli:export", "Export a campaign as a dataset."),
+    "findings": ("rig.findings.cli:findings", "Check the studies' claims on the valid runs of campaign directories."),
     "influx": ("rig.influx.cli:influx", "The embedded InfluxDB (influxd 1.x on loopback)."),
     "nightly": ("rig.ops.nightly:nightly", "Run campaign CAMPAIGN_NAME unattended."),
     "paths": ("rig.ops.paths_cli:paths_cli", "Print {node: plan} as JSON."),

@@ -44,6 +44,7 @@ def _commands() -> list[tuple[str, str]]:
 
 CAMPAIGNS = sorted((CORPUS / "campaigns").glob("*.yaml"))
 INVENTORIES = sorted((CORPUS / "inventories").glob("*.ini"))
+FINDINGS = sorted((CORPUS / "findings").glob("*.yaml"))
 DIRS = yaml.safe_load((CORPUS / "campaign_dirs.yaml").read_text())
 
 
@@ -165,6 +166,17 @@ def test_bad_inventory(scratch, path):
         Refusal(["doctor", "--rig", str(path)], (expect, str(path))))
 
 
+# --- findings files: rig findings ----------------------------------------------------------------
+
+@pytest.mark.parametrize("path", FINDINGS, ids=lambda p: p.stem)
+def test_bad_findings_file(scratch, path):
+    expect = _expect(path)
+    campaign = scratch.recorded_campaign()
+    scratch.refused(Refusal(["findings", str(campaign), "--findings", str(path)], (expect, str(path))),
+                    Refusal(["findings", str(campaign), "--findings", str(path), "--update", str(scratch.file)],
+                            (expect, str(path))))
+
+
 # --- command lines -------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("expect, args", _commands(), ids=[a for _, a in _commands()])
@@ -205,4 +217,4 @@ def test_bad_campaign_directory(scratch, case):
 
 def test_corpus_size():
     """About a hundred malformed inputs; every one must pass the tests above."""
-    assert len(CAMPAIGNS) + len(INVENTORIES) + len(_commands()) + len(DIRS) >= 100
+    assert len(CAMPAIGNS) + len(INVENTORIES) + len(FINDINGS) + len(_commands()) + len(DIRS) >= 100

@@ -21,9 +21,10 @@ LAYERS = {
     "rig.run": {"rig.model", "rig.agents", "rig.congestion", "rig.store"},
     "rig.rigs": {"rig.model", "rig.agents", "rig.congestion", "rig.store", "rig.run"},
     "rig.campaign": {"rig.model", "rig.agents", "rig.congestion", "rig.store", "rig.run", "rig.rigs", "rig.influx"},
-    "rig.export": {"rig.store"},
+    "rig.findings": {"rig.model", "rig.store"},
+    "rig.export": {"rig.store", "rig.findings"},
     "rig.influx": {"rig.store"},
-    "rig.report": {"rig.store"},
+    "rig.report": {"rig.store", "rig.findings"},
 }
 
 

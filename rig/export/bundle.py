@@ -21,6 +21,7 @@ from analysis.studies import study_arrow_tables
 from rig.store import formats
 from rig.core.errors import InputError, RigError
 from rig.export import datapackage
+from rig.findings.applied import export_table
 from rig.export.readme import render
 from rig.export.secrets import env_secret_values, find_secret, strip_secrets
 from rig.export.tables import runs_table, string_values_containing, write_series, write_table
@@ -130,6 +131,10 @@ def _write_tables(campaign: CampaignDir, out: Path) -> list[dict]:
         path = f"data/{name}.parquet"
         write_table(table, out / path)
         written.append((name, path, table.schema, table.num_rows))
+    findings = export_table(campaign_dir)  # the studies' claims checked on the valid runs (docs/findings.md)
+    if findings is not None:
+        write_table(findings, out / "data/findings.parquet")
+        written.append(("findings", "data/findings.parquet", findings.schema, findings.num_rows))
     return [datapackage.resource(name, path, schema, rows, (out / path).stat().st_size,
                                  sha256_file(out / path))
             for name, path, schema, rows in written]

@@ -11,15 +11,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, Field, ValidationError, field_validator, model_validator
+from pydantic import AfterValidator, Field, field_validator, model_validator
 
 from rig.congestion.kernel import KNOWN_CCS, LINUX_CCS, RIG_CCS
 from rig.model.traces import load_trace, trace_path
 from rig.core.errors import InputError
+from rig.model.inputfile import parse_model, read_input
 from rig.model.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
 from rig.model.topology import SETUPS, Setup
 from rig.core.units import parse_duration, parse_size
-from rig.core.yamlfile import load_yaml
 
 Homing = Literal["dual", "lte", "wifi"]
 FACTOR_NAMES = ("setup", "homing", "cc", "connections", "volume", "duration", "rcvbuf", "wifi_standard", "backup",
@@ -191,28 +191,8 @@ class Campaign(StrictModel):
         return v
 
 
-def _location(loc: tuple) -> str:
-    out = ""
-    for part in loc:
-        if part == "[key]":  # pydantic's marker for a bad mapping key: the key itself is named already
-            continue
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def parse_campaign(text: str, source: str) -> Campaign:
-    data = load_yaml(text, source)
-    if not isinstance(data, dict):
-        raise InputError(source, "(top level)", "expected a mapping of campaign fields")
-    try:
-        campaign = Campaign.model_validate(data)
-    except ValidationError as e:
-        err = e.errors()[0]
-        field = _location(tuple(err["loc"]))
-        msg = err["msg"].removeprefix("Value error, ")
-        if err["type"] == "extra_forbidden":
-            msg = "unknown field"
-        raise InputError(source, field, msg) from None
+    campaign = parse_model(Campaign, text, source, "campaign")
     check_events(campaign, source)
     return campaign
 
@@ -244,10 +224,4 @@ def check_events(campaign: Campaign, source: str) -> None:
 
 
 def load_campaign(path: Path) -> Campaign:
-    try:
-        text = Path(path).read_text()
-    except OSError as e:
-        raise InputError(str(path), "(file)", e.strerror or str(e)) from None
-    except UnicodeDecodeError as e:
-        raise InputError(str(path), "(file)", f"not UTF-8 text (byte {e.start})") from None
-    return parse_campaign(text, str(path))
+    return parse_campaign(read_input(path), str(path))

@@ -22,6 +22,7 @@ from analysis.load import load_metadata, load_runs, run_outcomes
 from analysis.stats import mean_ci
 from rig.core.errors import InputError
 from rig.store.reader import PLAN, RUNS_TABLE, CampaignDir
+from rig.findings.applied import report_section
 from rig.report.studies import study_sections
 
 TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
@@ -68,6 +69,16 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 </table>{% endif %}
 </div>{% endfor %}
 {% endfor %}
+{% if findings %}
+<h2 id="findings">Findings: the paper's claims on this campaign</h2>
+<p>Each claim of {{ findings.files }} that names this campaign, checked on its valid runs only
+(never the invalid ones, whatever the figures above show): {{ findings.counts.held }} held,
+{{ findings.counts["not held"] }} not held, {{ findings.counts.inconclusive }} inconclusive. Effects with
+95 % bootstrap intervals over runs; n = valid runs per condition (<code>rig findings</code>, docs/findings.md).</p>
+<table id="findings-table"><tr>{% for c in findings.columns %}<th>{{ c }}</th>{% endfor %}</tr>
+{% for row in findings.rows %}<tr>{% for v in row %}<td>{{ v }}</td>{% endfor %}</tr>{% endfor %}
+</table>
+{% endif %}
 {% if joins %}
 <h2 id="joins">Subflows: when each path joined</h2>
 <p>Dual-homed connections of the runs shown: seconds from a connection's first SYN until its
@@ -148,7 +159,7 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
                 for o in outcomes if o["status"] != "ok"]
     html = TEMPLATE.render(
         meta=load_metadata(campaign_dir), figures=figures, studies=studies, summary=summary, summary_columns=columns,
-        joins=join_rows(campaign_dir, rows), join_columns=JOIN_COLUMNS,
+        joins=join_rows(campaign_dir, rows), join_columns=JOIN_COLUMNS, findings=report_section(campaign_dir),
         problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
                 "failed": status["failed"], "invalid": status["invalid"],
