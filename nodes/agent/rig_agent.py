@@ -7,7 +7,7 @@ JSON object per line on stdin, one JSON reply per line on stdout, for a whole ca
 process start-up and no new SSH session per command.
 
 The requests are a closed set (rig_node/ops.py); every field is checked (rig_node/validate.py):
-  hello                          -> {"host", "time", "python"}
+  hello                          -> {"host", "time", "python", "protocol"}   protocol: rig_node.PROTOCOL
   paths      plan                -> {}   the node's routing plan (rig_node/plan.py), applied (routing.py)
   sysctl     values              -> {}   sysctls from the allowlist (rig_node/sysctls.py)
   facts                          -> what the kernel can run (rig_node/facts.py)

@@ -15,6 +15,6 @@ BPF_DIR = REPO / "nodes" / "bpf"
 def node_package() -> None:
     """Makes the node agent's package `rig_node` importable here, as on a node (the agent runs
     with its directory on the path): the controller uses the node's own definitions where both
-    sides must agree (the routing plan's schema)."""
+    sides must agree (the routing plan's schema, the agent protocol's version)."""
     if str(NODE_AGENT_DIR) not in sys.path:
         sys.path.insert(0, str(NODE_AGENT_DIR))

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from rig_node import ccparams, facts, plan as plans, routing, sampling, sysctls, timeline, validate as v
+from rig_node import PROTOCOL, ccparams, facts, plan as plans, routing, sampling, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
@@ -60,7 +60,7 @@ class Agent:
 
     def hello(self, req: dict) -> dict:
         v.only(req, {"op"}, "hello")
-        return {"host": platform.node(), "time": time.time(), "python": platform.python_version()}
+        return {"host": platform.node(), "time": time.time(), "python": platform.python_version(), "protocol": PROTOCOL}
 
     def paths(self, req: dict) -> dict:
         """Addresses, tables, rules, routes, MPTCP endpoints and limits, and node sysctls."""
