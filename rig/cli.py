@@ -13,7 +13,7 @@ from rig.core.errors import DISK_FULL, InputError, RigError
 # name -> ("module:attribute", its one line in `rig --help`). Imported when invoked, so that a
 # command does not pay for the others' imports (pyarrow, pydantic models, matplotlib, ...) and one
 # broken area does not hide the rest; `rig --help` lists the lines without importing any of them
-# (tests/test_cli_help.py checks that each line, but its full stop, is how its command's help begins).
+# (tests/unit/test_cli_help.py checks that each line, but its full stop, is how its command's help begins).
 COMMANDS = {
     "campaign": ("rig.campaign.cli:campaign", "Plan and run measurement campaigns."),
     "cc": ("rig.congestion:cc_cli", "The rig's congestion controls on this host."),

@@ -18,7 +18,7 @@ Every measurement runs in a fresh process, so each peak RSS (VmHWM) is that step
            peak RSS
   rows     `rig sync`'s one read of runs.parquet (5 pairs a run: 50 to 500,000 rows) into the
            per-run summary rows it writes as `run` points: seconds, ms per run's rows, peak RSS
-  ingest   `rig sync` of a campaign of that many runs (the test fixture's run-store format,
+  ingest   `rig sync` of a campaign of that many runs (rig.store.synthetic's campaign directory,
            default-campaign-sized runs: 30 interface series x 40 samples, lag and subflows)
            into the embedded influxd; points/s, CPU of the sync and of influxd, the sync's peak
            RSS. Up to --ingest-max runs (default 1,000): 100,000 such runs are 170 M points.
@@ -38,7 +38,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "scripts"), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT / "scripts"), str(ROOT)]
 RIG = Path(sys.executable).with_name("rig")
 SIZES = (10, 1_000, 100_000)
 
@@ -169,7 +169,7 @@ def child_rows(campaign: str, runs: int) -> dict:
 # -- ingest (child process) -------------------------------------------------------------------------
 
 def child_fixture(runs: int, tmp: str) -> dict:
-    from fixtures.campaign_dir import write_campaign
+    from rig.store.synthetic import write_campaign
 
     # 10 cells (2 congestion controls x 5 connection counts) x repetitions
     fixture = write_campaign(Path(tmp) / "results", ccs=("cubic", "lia"), connections=(1, 2, 3, 4, 5),

@@ -8,7 +8,7 @@ influxd (Debian's 1.x, started here on loopback in a temporary state directory).
     (--gzip, --batch-lines N, --writers N: the sink's settings. "Before" numbers: the same
     command with PYTHONPATH=<an older checkout>, without those options.)
 
-Without --campaign it synthesizes one in the run store's format (tests/fixtures/campaign_dir.py):
+Without --campaign it synthesizes one in the run store's format (rig/store/synthetic.py):
 27 runs x 10 hosts x 3 interfaces x 1240 samples = 1,004,400 interface points, plus the lag,
 subflow and summary points of the same runs; with --samples 40 --repetitions 111, 999 runs the
 size of the default campaign's (1,200 interface points each, 1.6 M points in all). Then it measures:
@@ -29,7 +29,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 from rig.influx import Sink, server, sync  # noqa: E402
 from rig.influx.config import InfluxConfig  # noqa: E402
@@ -79,7 +79,7 @@ def main() -> None:
         if args.campaign:
             campaign = args.campaign
         else:
-            from fixtures.campaign_dir import write_campaign
+            from rig.store.synthetic import write_campaign
 
             t0 = time.perf_counter()
             fixture = write_campaign(tmp / "results", samples_per_series=args.samples, sample_interval_s=0.1,

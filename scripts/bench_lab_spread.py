@@ -219,7 +219,7 @@ def main() -> None:
         rig.up(BlockSettings(SETUP, "n5", "band7-10mhz", args.pairs, {}), ssh=True)
         topo = rig.topo
         senders, receivers = [p.sender for p in topo.pairs], [p.receiver for p in topo.pairs]
-        # As tests/test_lab_backend.py: the emulated cell's modems need a next hop, and the agent is
+        # As tests/system/test_lab_backend.py: the emulated cell's modems need a next hop, and the agent is
         # this checkout's (the node role would have put it at /opt/rig/rig_agent.py).
         inventory = rig.state_dir / "lab.ini"
         inventory.write_text(emulated_inventory(rig, SETUP, args.pairs) + f"lte_gateway=10.45.0.1\nnode_agent_path={AGENT}\n")

@@ -19,7 +19,7 @@ APT_PACKAGES=(
   systemd                            # systemd-analyze verifies the nightly units
   bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them
 )
-# Every program the rig runs (rig/ops/host_tools.py) comes from one of these packages: tests/test_install.py
+# Every program the rig runs (rig/ops/host_tools.py) comes from one of these packages: tests/system/test_install.py
 # checks it with dpkg -S.
 
 missing=()

@@ -7,8 +7,8 @@ JSON object per line on stdin, one JSON reply per line on stdout, for a whole ca
 process start-up and no new SSH session per command.
 
 The requests are a closed set (rig_node/ops.py); every field is checked (rig_node/validate.py):
-  hello                          -> {"host", "time", "python"}
-  paths      plan                -> {}   the node's routing policy (rig_node/routing.py) and sysctls
+  hello                          -> {"host", "time", "python", "protocol"}   protocol: rig_node.PROTOCOL
+  paths      plan                -> {}   the node's routing plan (rig_node/plan.py), applied (routing.py)
   sysctl     values              -> {}   sysctls from the allowlist (rig_node/sysctls.py)
   facts                          -> what the kernel can run (rig_node/facts.py)
   clock                          -> {"offset_s", "bound_s", "source"}   the clock's offset and
@@ -43,7 +43,7 @@ import sys
 # -I (isolated mode) leaves the script's directory off sys.path: put back exactly that one.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from rig_node import routing  # noqa: E402
+from rig_node import plan as plans, routing  # noqa: E402
 from rig_node.ops import Agent  # noqa: E402
 from rig_node.validate import Refused  # noqa: E402
 
@@ -107,7 +107,7 @@ def apply_stored(path: str, iface: str | None) -> int:
     """The interface-up hook: apply the plan the node role stored, for one interface or all."""
     try:
         with open(path) as f:
-            plan = routing.parse(json.load(f))
+            plan = plans.parse(json.load(f))
     except FileNotFoundError:
         return 0  # not provisioned for a setup yet: nothing is the rig's
     except (ValueError, Refused) as e:

@@ -11,7 +11,11 @@ from typing import Callable, TypeVar
 
 from rig.core import process
 from rig.core.errors import RigError
+from rig.core.repo import node_package
 from rig.agents.transport import Transport
+
+node_package()
+from rig_node import PROTOCOL  # noqa: E402 - the version of this checkout's agent
 
 T = TypeVar("T")
 
@@ -19,6 +23,11 @@ T = TypeVar("T")
 class AgentLost(RigError):
     """A node agent exited or stopped answering: the node rebooted, its SSH session broke, or the
     process was killed. The campaign runner records the run as failed and restores the agent."""
+
+
+class AgentMismatch(RigError):
+    """The node's agent speaks another protocol version than this controller's (a node provisioned
+    from another checkout): it is not used."""
 
 
 class AgentClient:
@@ -29,10 +38,15 @@ class AgentClient:
         self._over_ssh = transport.name == "ssh"
         self._proc = transport.start_agent(host)
         try:
-            self.request("hello")
+            hello = self.request("hello")
         except Exception:
             self.discard()
             raise
+        theirs = hello.get("protocol", 1)  # an agent from before the versions: 1
+        if theirs != PROTOCOL:
+            self.close()
+            raise AgentMismatch(f"{host}: its node agent speaks protocol {theirs}, this controller {PROTOCOL}: "
+                                f"provision the node from this checkout (the node role) and start again")
 
     def request(self, op: str, **kw) -> dict:
         with self._lock:

@@ -9,13 +9,21 @@ LTE -> A, and the announced B address is reached from the WiFi source). The main
 B via LTE so the subflow to the announced address leaves on LTE. Receivers route each side's
 replies by its own table and announce the B address (`signal`).
 
-How a plan is applied is nodes/agent/rig_node/routing.py's: the same code on the lab's boards
-and in the emulated nodes.
+A plan is built with the node agent's own definition of it (nodes/agent/rig_node/plan.py: its
+fields, their checks and its JSON form), which the agent parses what it is sent with; how a plan
+is applied is nodes/agent/rig_node/routing.py's: the same code on the lab's boards and in the
+emulated nodes.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from rig.core.repo import node_package
 from rig.model.topology import Pair, RadioInterface, Topology
+
+node_package()
+from rig_node.plan import Interface, Plan  # noqa: E402
 
 HOMINGS = ("dual", "wifi", "lte")
 
@@ -42,44 +50,42 @@ NODE_SYSCTLS = {
 
 
 def _up(i: RadioInterface, routes: list[str], main_routes: list[str], endpoint: str, unreachable: bool,
-        backup: bool = False) -> dict:
-    return {"name": i.ifname, "up": True, "address": str(i.address), "prefixlen": i.prefixlen,
-            "gateway": str(i.gateway) if i.gateway else None, "table": i.table, "routes": routes,
-            "unreachable_default": unreachable, "main_routes": main_routes, "endpoint": endpoint,
-            **({"backup": True} if backup else {})}
+        backup: bool = False) -> Interface:
+    return Interface(i.ifname, True, str(i.address), i.prefixlen, str(i.gateway) if i.gateway else None, i.table,
+                     tuple(routes), unreachable, tuple(main_routes), endpoint, backup)
 
 
-def sender_plan(pair: Pair, homing: str, backup: str = "none") -> dict:
+def sender_plan(pair: Pair, homing: str, backup: str = "none") -> Plan:
     """backup: the path (wifi or lte) whose subflows are MPTCP backup subflows (dual homing only)."""
     w, l = pair.sender_wifi, pair.sender_lte
     a, b = f"{pair.receiver_a.address}/32", f"{pair.receiver_b.address}/32"
     if homing == "dual":
-        ifaces = [_up(w, [a], ["default"], "subflow", True, backup == "wifi"),
-                  _up(l, [b], [b], "subflow", True, backup == "lte")]
-        limits = {"subflows": 2, "add_addr_accepted": 1}
-    else:  # single-homed: the same MPTCP socket with one subflow, announced addresses ignored
-        used, unused, target = (w, l, a) if homing == "wifi" else (l, w, b)
-        ifaces = [_up(used, [target], ["default"], "none", True), {"name": unused.ifname, "up": False, "table": unused.table}]
-        limits = {"subflows": 0, "add_addr_accepted": 0}
-    return {"interfaces": ifaces, "limits": limits, "sysctls": NODE_SYSCTLS}
+        ifaces = (_up(w, [a], ["default"], "subflow", True, backup == "wifi"),
+                  _up(l, [b], [b], "subflow", True, backup == "lte"))
+        return Plan(ifaces, subflows=2, add_addr_accepted=1, sysctls=NODE_SYSCTLS)
+    # single-homed: the same MPTCP socket with one subflow, announced addresses ignored
+    used, unused, target = (w, l, a) if homing == "wifi" else (l, w, b)
+    ifaces = (_up(used, [target], ["default"], "none", True), Interface(unused.ifname, False, table=unused.table))
+    return Plan(ifaces, subflows=0, add_addr_accepted=0, sysctls=NODE_SYSCTLS)
 
 
-def receiver_plan(pair: Pair) -> dict:
+def receiver_plan(pair: Pair) -> Plan:
     a, b = pair.receiver_a, pair.receiver_b
-    return {"interfaces": [_up(a, ["default"], ["default"], "none", False), _up(b, ["default"], [], "signal", False)],
-            "limits": {"subflows": 2, "add_addr_accepted": 0}, "sysctls": NODE_SYSCTLS}
+    return Plan((_up(a, ["default"], ["default"], "none", False), _up(b, ["default"], [], "signal", False)),
+                subflows=2, add_addr_accepted=0, sysctls=NODE_SYSCTLS)
 
 
 def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "none",
               no_metrics_save: bool = True) -> dict:
-    """`host`'s plan in `topo`; senders dual-homed unless told otherwise (a setup's resting state).
+    """`host`'s plan in `topo`, in the JSON form the agent's `paths` request and the node role's
+    stored file take; senders dual-homed unless told otherwise (a setup's resting state).
     no_metrics_save False lets connections start from the kernel's cached metrics of earlier ones."""
     for p in topo.pairs:
         if host in (p.sender, p.receiver):
             plan = sender_plan(p, homing, backup) if host == p.sender else receiver_plan(p)
             if not no_metrics_save:
-                plan["sysctls"] = {**plan["sysctls"], "net.ipv4.tcp_no_metrics_save": "0"}
-            return plan
+                plan = replace(plan, sysctls={**plan.sysctls, "net.ipv4.tcp_no_metrics_save": "0"})
+            return plan.to_json()
     raise KeyError(f"{host} is not a node of this topology")
 
 

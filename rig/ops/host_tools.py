@@ -1,7 +1,7 @@
 """Every external program the rig runs on this machine, and the Debian package it comes from.
 
 The one list: `rig doctor` checks these are installed, scripts/install.sh installs their
-packages (tests/test_install.py checks each program is there and `dpkg -S` attributes it to a
+packages (tests/system/test_install.py checks each program is there and `dpkg -S` attributes it to a
 package install.sh lists), and that test also greps the code for programs missing from here.
 Programs of the Python environment (ansible-lint, the rig itself) come from pyproject.toml;
 the lab's boards get theirs from the node role (node_packages).

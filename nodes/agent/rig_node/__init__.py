@@ -2,6 +2,7 @@
 directory is copied as is onto the lab's boards (the node role) and run in the emulated nodes.
 
 validate   the field types every request is checked against (Refused when one fails)
+plan       a node's routing plan: its fields, checks and JSON form (the controller builds it too)
 routing    the nodes' routing policy: addresses, one table and rule per interface, MPTCP endpoints
 sysctls    the sysctls a request may set
 programs   the traffic programs a request may start, and the processes started
@@ -15,3 +16,8 @@ timeline   a run's events as the node acts them out: interfaces down/up, impairm
 ccparams   run-time settings of the rig's BPF congestion controls (the fixed initial ssthresh)
 ops        the closed set of requests, dispatched to the modules above
 """
+
+# The version of the agent's requests and replies, in its `hello`. The controller (rig/agents/client.py)
+# refuses an agent of another version (a node provisioned from another checkout): raise it when a
+# request or a reply changes so that one side of another version would misread the other.
+PROTOCOL = 2

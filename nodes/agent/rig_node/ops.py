@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from rig_node import ccparams, facts, routing, sampling, sysctls, timeline, validate as v
+from rig_node import PROTOCOL, ccparams, facts, plan as plans, routing, sampling, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
@@ -17,7 +17,7 @@ class Agent:
     def __init__(self) -> None:
         self.sampler: sampling.Sampler | None = None
         self.launches: dict[str, Launch] = {}
-        self.plan: routing.Plan | None = None  # the routing plan last applied
+        self.plan: plans.Plan | None = None  # the routing plan last applied
         # What this agent applied, as the kernel holds it: the next plan is applied from it
         # without queries (routing.Known). The timeline's thread changes it too: one at a time.
         self.known: routing.Known | None = None
@@ -60,12 +60,12 @@ class Agent:
 
     def hello(self, req: dict) -> dict:
         v.only(req, {"op"}, "hello")
-        return {"host": platform.node(), "time": time.time(), "python": platform.python_version()}
+        return {"host": platform.node(), "time": time.time(), "python": platform.python_version(), "protocol": PROTOCOL}
 
     def paths(self, req: dict) -> dict:
         """Addresses, tables, rules, routes, MPTCP endpoints and limits, and node sysctls."""
         v.only(req, {"op", "plan"}, "paths")
-        plan = routing.parse(v.need(req, "plan", "paths"))
+        plan = plans.parse(v.need(req, "plan", "paths"))
         with self.routing_lock:
             known, self.known = self.known, None  # until this apply has succeeded
             self.known = routing.update(plan, known)

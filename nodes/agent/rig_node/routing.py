@@ -1,8 +1,8 @@
 """The nodes' routing policy, applied the same way on the lab's boards and in emulated nodes.
 
-A node's plan (computed by the controller from the address plan, sent in a `paths` request or
-read from the file the node role writes) lists its radio interfaces. Each interface in use gets
-its address, its own routing table with a rule `from <address>` at priority 1000 + table, the
+A node's plan (its schema: plan.py; computed by the controller from the address plan, sent in a
+`paths` request or read from the file the node role writes) lists its radio interfaces. Each
+interface in use gets its address, its own routing table with a rule `from <address>` at priority 1000 + table, the
 table's routes (a sender's tables reach only its paired receiver side and end in `unreachable
 default`, so a subflow can never leave by the other radio), its routes in the main table, and an
 MPTCP endpoint (`subflow` on senders, `signal` for a receiver's B side). An interface the plan
@@ -24,86 +24,11 @@ import subprocess
 import time
 from dataclasses import dataclass, replace
 
-from rig_node import sysctls, validate as v
-from rig_node.validate import Refused
+from rig_node import sysctls
+from rig_node.plan import TABLES, Interface, Plan
 
 PROTO = "77"
 RULE_BASE = 1000  # rule priority = RULE_BASE + table
-TABLES = (1, 252)  # 253-255 are the kernel's default, main and local tables
-ENDPOINT_FLAGS = ("subflow", "signal", "none")
-
-
-@dataclass(frozen=True)
-class Interface:
-    name: str
-    up: bool
-    address: str = ""
-    prefixlen: int = 0
-    gateway: str | None = None  # None on a point-to-point link (a raw-IP LTE modem)
-    table: int = 0
-    routes: tuple[str, ...] = ()  # the interface's own table
-    unreachable_default: bool = False
-    main_routes: tuple[str, ...] = ()
-    endpoint: str = "none"
-    backup: bool = False  # the endpoint's subflows are MPTCP backup subflows (used when no other path is)
-
-    @property
-    def endpoint_flags(self) -> list[str]:
-        """The MPTCP endpoint's flags as `ip mptcp endpoint add` takes them, sorted; none: no endpoint."""
-        return [] if self.endpoint == "none" else sorted([self.endpoint, *(["backup"] if self.backup else [])])
-
-    @property
-    def nexthop(self) -> list[str]:
-        return ["via", self.gateway, "dev", self.name] if self.gateway else ["dev", self.name]
-
-
-@dataclass(frozen=True)
-class Plan:
-    interfaces: tuple[Interface, ...]
-    subflows: int
-    add_addr_accepted: int
-    sysctls: dict
-
-
-def _interface(d: object, where: str) -> Interface:
-    d = v.mapping(d, where, 16)
-    v.only(d, {"name", "up", "address", "prefixlen", "gateway", "table", "routes", "unreachable_default",
-               "main_routes", "endpoint", "backup"}, where)
-    name = v.ifname(v.need(d, "name", where), f"{where}.name")
-    if not v.boolean(d.get("up", True), f"{where}.up"):  # its table, if given, is emptied
-        return Interface(name, False, table=v.integer(d.get("table", 0), f"{where}.table", 0, TABLES[1]))
-    gateway = d.get("gateway")
-    return Interface(
-        name, True,
-        address=v.ipv4(v.need(d, "address", where), f"{where}.address"),
-        prefixlen=v.integer(v.need(d, "prefixlen", where), f"{where}.prefixlen", 1, 32),
-        gateway=None if gateway in (None, "") else v.ipv4(gateway, f"{where}.gateway"),
-        table=v.integer(v.need(d, "table", where), f"{where}.table", *TABLES),
-        routes=tuple(v.destination(r, f"{where}.routes") for r in v.listed(d.get("routes", []), f"{where}.routes", 32)),
-        unreachable_default=v.boolean(d.get("unreachable_default", False), f"{where}.unreachable_default"),
-        main_routes=tuple(v.destination(r, f"{where}.main_routes")
-                          for r in v.listed(d.get("main_routes", []), f"{where}.main_routes", 32)),
-        endpoint=v.one_of(d.get("endpoint", "none"), f"{where}.endpoint", ENDPOINT_FLAGS),
-        backup=v.boolean(d.get("backup", False), f"{where}.backup"),
-    )
-
-
-def parse(d: object) -> Plan:
-    """A plan from its JSON form, every field checked."""
-    d = v.mapping(d, "paths", 8)
-    v.only(d, {"interfaces", "limits", "sysctls"}, "paths")
-    ifaces = tuple(_interface(x, f"paths.interfaces[{i}]")
-                   for i, x in enumerate(v.listed(v.need(d, "interfaces", "paths"), "paths.interfaces", 8)))
-    if len({i.name for i in ifaces}) != len(ifaces):
-        raise Refused("paths.interfaces: an interface is listed twice")
-    if len({i.table for i in ifaces if i.up}) != len([i for i in ifaces if i.up]) or any(
-            not i.up and i.table in {u.table for u in ifaces if u.up} for i in ifaces):
-        raise Refused("paths.interfaces: two interfaces share a routing table")
-    limits = v.mapping(d.get("limits", {}), "paths.limits", 2)
-    v.only(limits, {"subflows", "add_addr_accepted"}, "paths.limits")
-    return Plan(ifaces, v.integer(limits.get("subflows", 2), "paths.limits.subflows", 0, 8),
-                v.integer(limits.get("add_addr_accepted", 0), "paths.limits.add_addr_accepted", 0, 8),
-                sysctls.checked(v.mapping(d.get("sysctls", {}), "paths.sysctls", 32)))
 
 
 def _ip(*args: str, check: bool = True) -> str:
@@ -167,7 +92,7 @@ class _Commands:
     each, ~25 on a sender): first the removals, then the additions. The endpoints and rules are
     tracked as the kernel will hold them afterwards (the next apply's Known). A removal of what
     a query just listed may find it gone (-force: the rest still runs); with a Known that is a
-    sign of stale knowledge, as is any failing addition. Every word was checked by parse(), so
+    sign of stale knowledge, as is any failing addition. Every word was checked by plan.parse(), so
     none holds a space or a newline."""
 
     def __init__(self, endpoints, rules, queried: bool) -> None:

@@ -1,5 +1,5 @@
 // Table 7.1.7.2.1-1 of 3GPP TS 36.213 (see lte_tbs.h): one row per TBS index 0-26, one
-// column per PRB count 1-110, in bits (tests/test_lte_tti_model.py checks corner values).
+// column per PRB count 1-110, in bits (tests/system/test_lte_tti_model.py checks corner values).
 #include "lte_tbs.h"
 
 #include <stdexcept>

@@ -1,0 +1,217 @@
+"""The rig's SSH trust (docs/security.md), for real on the emulated rig's management network:
+the controller knows its nodes' host keys, the runner's key starts the agent and nothing else,
+only from the controller, and the SSH control sockets live in a private directory."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
+from fixtures.cli import run_rig
+from rig.rigs.emulated import mgmt
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.core.errors import RigError
+from rig.rigs.lab import CONTROL_DIR
+from rig.agents.ssh import SshTransport
+
+RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
+SETTINGS = BlockSettings("II", "n5", "band7-10mhz", 1, {})
+HELLO = '{"op": "hello"}\n{"op": "quit"}\n'
+
+
+def ssh_up(prefix: str) -> EmulatedRig:
+    rig = EmulatedRig(prefix)
+    rig.up(SETTINGS, ssh=True)
+    return rig
+
+
+def sshd_listener(rig: EmulatedRig, host: str) -> int:
+    """The pid of the sshd that listens in `host`'s namespace (not a session's)."""
+    pids = subprocess.run(["ip", "netns", "pids", rig.ns(host)], capture_output=True, text=True, check=True).stdout.split()
+    for pid in pids:
+        try:
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except OSError:
+            continue
+        if b"[listener]" in cmdline:  # sshd's own title for its listening process
+            return int(pid)
+    raise AssertionError(f"no sshd listening in {rig.ns(host)}")
+
+
+def from_elsewhere(rig: EmulatedRig, key: Path) -> SshTransport:
+    """A client on r1's management address (not the controller's), with its own control sockets."""
+    keys = mgmt.SshKeys(rig.state_dir)
+    return SshTransport({"s1": str(mgmt.mgmt_address("s1"))}, known_hosts=keys.known_hosts, control_dir=rig.state_dir / "r1-ssh",
+                        key=key, via=["ip", "netns", "exec", rig.ns("r1")])
+
+
+@pytest.mark.emulated
+def test_a_node_whose_host_key_changed_is_refused_in_one_line(tmp_path, emulator, rig_prefix):
+    rig = ssh_up(rig_prefix)
+    keys = mgmt.SshKeys(rig.state_dir)
+    recorded = keys.known_hosts.read_text()
+    assert {line.split()[0] for line in recorded.splitlines()} == {"s1,10.0.0.21", "r1,10.0.0.31"}
+
+    # s1 gets a new host key (as a reinstalled board would), through the provisioning key's shell;
+    # sshd re-reads it on SIGHUP.
+    shell = rig.ssh_transport(provisioning=True)
+    p = subprocess.run(shell.argv("s1", ["sh", "-c", "rm -f /etc/ssh/ssh_host_ed25519_key* && "
+                                         "ssh-keygen -q -t ed25519 -N '' -f /etc/ssh/ssh_host_ed25519_key"]),
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    os.kill(sshd_listener(rig, "s1"), signal.SIGHUP)
+    mgmt.wait_for_ssh(rig.prefix, ["s1"])
+
+    with pytest.raises(RigError) as refused:
+        rig.ssh_transport().connect("s1")
+    line = str(refused.value)
+    assert "\n" not in line and line.startswith("s1 (10.0.0.21): its SSH host key has changed"), line
+    assert str(keys.known_hosts) in line and "rig emu up --ssh" in line, line
+    rig.ssh_transport().connect("r1")  # the other node is still trusted
+
+    # A campaign on that rig: one line and a non-zero status, not ssh's banner.
+    campaign = tmp_path / "c.yaml"
+    campaign.write_text("name: trust\nsetups: [II]\npairs: 1\nfactors: {volume: [3MB]}\n")
+    run = run_rig("campaign", "run", str(campaign), "--out", str(tmp_path / "results"), "--prefix", rig.prefix,
+                  "--transport", "ssh", "--use-running")
+    errors = [ln for ln in run.stderr.splitlines() if ln.startswith("error:")]
+    assert run.returncode == 1 and len(errors) == 1, run.stderr
+    assert "s1 (10.0.0.21): its SSH host key has changed" in errors[0], run.stderr
+    assert "IDENTIFICATION HAS CHANGED" not in run.stderr and "@@@" not in run.stderr, run.stderr
+    assert keys.known_hosts.read_text() == recorded  # nothing re-trusted behind the user's back
+
+
+@pytest.mark.emulated
+def test_the_runner_key_gets_the_agent_not_a_shell(tmp_path, emulator, rig_prefix):
+    rig = ssh_up(rig_prefix)
+    runner = rig.ssh_transport()
+    keys = mgmt.SshKeys(rig.state_dir)
+    auth = subprocess.run(rig.ssh_transport(provisioning=True).argv("s1", ["cat", "/root/.ssh/authorized_keys"]),
+                          capture_output=True, text=True, timeout=30, check=True).stdout
+    runner_line = next(ln for ln in auth.splitlines() if keys.runner.with_suffix(".pub").read_text().split()[1] in ln)
+    assert runner_line.startswith('from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I '), runner_line
+
+    # Whatever command the client asks for, the node runs the agent: it answers hello.
+    p = subprocess.run(runner.argv("s1", ["sh", "-c", "echo a-shell-ran; id"]), input=HELLO,
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0, p.stderr
+    assert "a-shell-ran" not in p.stdout and "uid=" not in p.stdout
+    assert "python" in json.loads(p.stdout.splitlines()[0]), p.stdout
+    # No pty either (restrict); the agent still answers.
+    p = subprocess.run([*runner.via, "ssh", "-tt", *runner.ssh_options("s1"), runner.destination("s1"), "bash"],
+                       input=HELLO, capture_output=True, text=True, timeout=30)
+    assert "PTY allocation request failed" in p.stderr and "python" in p.stdout, (p.stdout, p.stderr)
+    # No port forwarding (a remote forward is refused).
+    p = subprocess.run([*runner.via, "ssh", "-o", "ControlPath=none", "-o", "ExitOnForwardFailure=yes", "-N",
+                        "-R", "127.0.0.1:0:127.0.0.1:22", *runner.ssh_options("s1"), runner.destination("s1")],
+                       capture_output=True, text=True, timeout=30)
+    assert p.returncode != 0 and "forwarding failed" in p.stderr, p.stderr
+
+    # Only from the controller's address: from r1's management address the keys are refused.
+    for key in (keys.runner, keys.provisioning):
+        with pytest.raises(RigError, match="SSH refused the rig's key"):
+            from_elsewhere(rig, key).connect("s1")
+
+    # The control sockets are in the rig's 0700 state directory, one set per key.
+    control = [o.split("=", 1)[1] for o in runner.ssh_options("s1") if o.startswith("ControlPath=")][0]
+    assert control == f"{keys.dir}/runner_ed25519-%C" and not control.startswith("/tmp")
+    assert oct(keys.dir.stat().st_mode & 0o777) == "0o700"
+
+
+def test_control_sockets_live_in_a_private_directory(tmp_path):
+    d = tmp_path / "rig" / "ssh"
+    t = SshTransport({"s1": "10.0.0.21"}, known_hosts=tmp_path / "known_hosts", control_dir=d)
+    assert f"ControlPath={d}/default-%C" in t.ssh_options("s1")
+    assert d.stat().st_mode & 0o777 == 0o700
+    d.chmod(0o755)  # ours, and nobody else could write into it: narrowed
+    t.ssh_options("s1")
+    assert d.stat().st_mode & 0o777 == 0o700
+    d.chmod(0o777)
+    with pytest.raises(RigError, match="writable by others"):
+        t.ssh_options("s1")
+    d.chmod(0o700)
+    os.chown(d, 65534, 65534)
+    with pytest.raises(RigError, match="must be a directory owned by"):
+        t.ssh_options("s1")
+    link = tmp_path / "link"
+    link.symlink_to(tmp_path)
+    with pytest.raises(RigError, match="must be a directory owned by"):
+        SshTransport({}, known_hosts=tmp_path / "kh", control_dir=link).ssh_options("s1")
+    assert not str(CONTROL_DIR).startswith("/tmp")
+
+
+def test_host_key_checking_is_strict_with_the_rigs_known_hosts(tmp_path):
+    t = SshTransport({"s1": "10.0.0.21"}, known_hosts=tmp_path / "known_hosts", control_dir=tmp_path / "ctl")
+    opts = " ".join(t.argv("s1", ["true"]))
+    assert "StrictHostKeyChecking=yes" in opts and f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in opts
+    assert "HostKeyAlias=s1" in opts and "/dev/null" not in opts.replace("GlobalKnownHostsFile=/dev/null", "")
+
+
+PLAYBOOK = """\
+- name: The node role's install tasks (agent, runner key, host key)
+  hosts: nodes
+  become: true
+  tasks:
+    - name: Install
+      ansible.builtin.include_role:
+        name: node
+        tasks_from: install.yml
+"""
+
+
+@pytest.mark.emulated
+def test_node_role_restricts_the_runner_key_and_records_host_keys(tmp_path, emulator, rig_prefix):
+    rig = ssh_up(rig_prefix)
+    keys = mgmt.SshKeys(rig.state_dir)
+    recorded = keys.known_hosts.read_text()
+    inventory = tmp_path / "emu.ini"
+    inventory.write_text(run_rig("emu", "inventory", "--prefix", rig.prefix, check=True).stdout)
+    playbook = tmp_path / "install.yml"
+    playbook.write_text(PLAYBOOK)
+
+    # One node is enough here; tests/system/test_ansible_emulated.py runs the whole role twice on two.
+    p = subprocess.run(["ip", "netns", "exec", rig.ns("mgmt"), BIN / "ansible-playbook", "-i", inventory, playbook, "-l", "s1"],
+                       cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=600)
+    recap = RECAP.findall(p.stdout.split("PLAY RECAP", 1)[-1])
+    assert p.returncode == 0 and [r[0] for r in recap] == ["s1"] and int(recap[0][2]) > 0, p.stdout[-4000:] + p.stderr[-2000:]
+
+    shell = rig.ssh_transport(provisioning=True)
+    runner_pub = " ".join(keys.runner.with_suffix(".pub").read_text().split()[:2])
+    auth = subprocess.run(shell.argv("s1", ["cat", "/root/.ssh/authorized_keys"]), capture_output=True, text=True,
+                          timeout=30, check=True).stdout.splitlines()
+    assert f'from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I /opt/rig/rig_agent.py" {runner_pub} rig-runner' in auth
+    assert len(auth) == 2 and sum(runner_pub in ln for ln in auth) == 1, auth  # replaced, not added
+    # The host keys the role read are the ones `rig emu up --ssh` recorded.
+    assert keys.known_hosts.read_text() == recorded
+
+    # The runner's key now starts the role's agent (/opt/rig, only in the nodes' layers).
+    p = subprocess.run(rig.ssh_transport().argv("s1", ["anything"]), input=HELLO, capture_output=True, text=True, timeout=30)
+    assert p.returncode == 0 and "python" in json.loads(p.stdout.splitlines()[0]), p.stdout + p.stderr
+
+
+def _preflight(tmp_path: Path, host: str, *extra: str) -> subprocess.CompletedProcess:
+    return subprocess.run([BIN / "ansible-playbook", "site.yml", "--check", "-c", "local", "-l", host, "--tags", "preflight",
+                           "--vault-password-file", "vault-demo-password.txt", "-e", f"ansible_python_interpreter={sys.executable}",
+                           *extra], cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=300)
+
+
+def test_preflights_refuse_an_open_influxdb_and_smuggled_key_options(tmp_path):
+    assert _preflight(tmp_path, "ctrl").returncode == 0
+    ok = _preflight(tmp_path, "ctrl", "-e", "controller_influxdb_bind_address=10.0.0.2:8086")  # auth follows
+    assert ok.returncode == 0, ok.stdout[-2000:]
+    open_db = _preflight(tmp_path, "ctrl", "-e", "controller_influxdb_bind_address=0.0.0.0:8086",
+                         "-e", "controller_influxdb_auth_enabled=false")
+    assert open_db.returncode != 0 and "is beyond loopback" in open_db.stdout, open_db.stdout[-2000:]
+
+    assert _preflight(tmp_path, "s1").returncode == 0
+    smuggled = _preflight(tmp_path, "s1", "-e", '{"node_runner_from": ["10.0.0.2\\",command=\\"sh"]}')
+    assert smuggled.returncode != 0 and "authorized_keys line" in smuggled.stdout, smuggled.stdout[-2000:]

@@ -1,0 +1,191 @@
+"""A run is a timeline: time-based runs with per-subflow series, events at given times after T0
+(a path cut and restored, a loss step), the backup flag and the loss-aware policy.
+
+The runs on a 1-pair emulated rig (real kernel MPTCP, the rig's transfer, the `links` radios),
+executed as the campaign runner executes them; the checks that need no rig are in
+tests/unit/test_timeline_checks.py.
+"""
+
+from __future__ import annotations
+
+import collections
+import subprocess
+from contextlib import contextmanager
+
+import pytest
+
+from rig.rigs.backends import configure_setup
+from rig.model.campaign import Limits, parse_campaign
+from rig.campaign.plan import expand
+from rig.rigs.emulated.emulated_rig import EmulatedRig
+from rig.model.block import BlockSettings
+from rig.agents.client import AgentPool
+from rig.run.execute import execute_run
+from rig.agents.netns import NetnsTransport
+
+
+@contextmanager
+def one_pair_rig(prefix: str, setup: str = "II"):
+    rig = EmulatedRig(prefix)
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, {})
+    rig.up(settings)
+    agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
+    try:
+        # lag is not what these tests look at: a loaded CI host must not make them retry
+        yield configure_setup(rig, agents, settings, Limits(run_timeout_s=60, max_lag_p99_ms=500))
+    finally:
+        agents.close()
+        rig.down()
+
+
+def per_second(record, path: str, t0: float) -> dict[int, float]:
+    """Mbit/s the sender's subflows on `path` had acknowledged in each second after t0."""
+    rows = sorted(record.timeseries["transfer_subflows"].to_pylist(), key=lambda r: r["time"])
+    last, out = {}, collections.defaultdict(float)
+    for r in rows:
+        key = (r["local"], r["remote"])
+        if key in last and r["path"] == path:
+            out[int(r["time"] - t0)] += (r["bytes_acked"] - last[key]) * 8 / 1e6
+        last[key] = r["bytes_acked"]
+    return out
+
+
+def _t0(record) -> float:
+    from datetime import datetime
+
+    return datetime.fromisoformat(record.details["t0"]).timestamp()
+
+
+@pytest.mark.emulated
+def test_a_cut_path_stops_at_its_event_and_comes_back_at_the_next(emulator, rig_prefix):
+    text = """
+name: cut
+setups: [II]
+pairs: 1
+factors: {duration: [10s]}
+events:
+  - {at_s: 3, path: lte, state: down}
+  - {at_s: 6, path: lte, state: up}
+"""
+    campaign = parse_campaign(text, "cut.yaml")
+    run = expand(campaign).runs[0]
+    with one_pair_rig(rig_prefix) as ctx:
+        ctx.events = campaign.events
+        record = execute_run(ctx, run)
+        links = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "-br", "link", "show", "lte0"],
+                               capture_output=True, text=True).stdout
+    assert record.status != "failed", record.reason
+    pair = record.pairs[0]
+    assert pair["duration_s"] == 10 and pair["fct_s"] is None
+    assert pair["bytes_received"] == pair["bytes_sent"] and pair["goodput_bps"] > 0  # the connection survived
+    t0 = _t0(record)
+    lte, wifi = per_second(record, "lte", t0), per_second(record, "wifi", t0)
+    assert all(lte.get(s, 0) > 0.3 for s in (1, 2)), lte  # LTE carried data before the cut
+    assert all(lte.get(s, 0) == 0 for s in (4, 5)), lte  # nothing within a second of the cut
+    assert lte.get(7, 0) > 0.3 and sum(lte.get(s, 0) for s in (7, 8, 9)) > 1, lte  # back within a second of the restore
+    assert all(wifi.get(s, 0) > 1 for s in range(1, 9)), wifi  # WiFi carried on throughout
+
+    # every event acted in both places, with its planned and actual time
+    events = record.timeseries["events"].to_pylist()
+    acted = sorted((e["at_s"], e["where"], e["host"], e["what"]) for e in events)
+    assert acted == [(3, "node", "s1", "state"), (3, "radio", "s1", "state"), (6, "node", "r1", "renew"),
+                     (6, "node", "s1", "state"), (6, "radio", "s1", "state")]
+    assert all(e["actual"] is not None and e["error"] is None for e in events)
+    # the receiver announces its B address again just after the sender's LTE link is back
+    assert all(abs(e["planned"] - (t0 + e["at_s"] + (0.1 if e["what"] == "renew" else 0))) < 1e-3 for e in events)
+    assert record.details["events"]["acted"] == 5
+    assert "UP" in links  # the agent brought the interface back when the run's timeline was collected
+
+    # time-based runs carry the transfer's own series at 10 per second
+    samples = collections.Counter(int(r["time"] - t0) for r in record.timeseries["transfer_subflows"].to_pylist()
+                                  if r["path"] == "wifi")
+    assert all(samples[s] >= 9 for s in range(1, 9)), samples
+    received = record.timeseries["received"].to_pylist()
+    assert sum(r["bytes"] for r in received) == pair["bytes_received"]
+
+
+@pytest.mark.emulated
+def test_a_backup_path_carries_nothing_while_the_other_works(emulator, rig_prefix):
+    text = "name: bk\nsetups: [II]\npairs: 1\nfactors: {volume: [3MB], backup: [none, lte]}\n"
+    runs = {r.backup: r for r in expand(parse_campaign(text, "bk.yaml")).runs}
+    with one_pair_rig(rig_prefix) as ctx:
+        records = {name: execute_run(ctx, runs[name]) for name in ("none", "lte")}
+        endpoints = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "mptcp", "endpoint", "show"],
+                                   capture_output=True, text=True).stdout
+    for name, record in records.items():
+        assert record.status != "failed", (name, record.reason)
+    plain, backup = records["none"].pairs[0], records["lte"].pairs[0]
+    # the backup subflow joins (its handshake and a few ACK-sized packets) but carries no data
+    assert backup["bytes_lte"] < 0.01 * (backup["bytes_lte"] + backup["bytes_wifi"])
+    assert plain["bytes_lte"] > 10 * backup["bytes_lte"], (plain, backup)
+    assert "backup" in endpoints  # the node's LTE endpoint carries the flag
+
+
+@pytest.mark.emulated
+def test_a_fixed_initial_ssthresh_reaches_every_subflow_of_the_senders(emulator, rig_prefix):
+    from rig import congestion
+
+    congestion.ensure_registered(["lia"])
+    text = "name: ss\nsetups: [II]\npairs: 1\nfactors: {cc: [lia], volume: [2MB]}\ntcp: {initial_ssthresh: 23}\n"
+    campaign = parse_campaign(text, "ss.yaml")
+    with one_pair_rig(rig_prefix) as ctx:
+        ctx.tcp = campaign.tcp
+        record = execute_run(ctx, expand(campaign).runs[0])
+    assert record.status != "failed", record.reason
+    rows = record.timeseries["transfer_subflows"].to_pylist()
+    first = {}
+    for r in sorted(rows, key=lambda r: r["time"]):
+        first.setdefault((r["local"], r["remote"]), r["ssthresh"])
+    assert len(first) == 2 and set(first.values()) == {23}, first  # both subflows, WiFi and LTE
+
+
+@pytest.mark.emulated
+def test_a_loss_step_makes_the_loss_aware_policy_switch_the_path_to_backup(emulator, rig_prefix):
+    text = """
+name: la
+setups: [II]
+pairs: 1
+factors: {duration: [12s], policy: [loss-aware]}
+events:
+  - {at_s: 4, path: wifi, loss_pct: 30, direction: up}
+loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow start's overshoot
+"""
+    campaign = parse_campaign(text, "la.yaml")
+    with one_pair_rig(rig_prefix) as ctx:
+        ctx.events, ctx.loss_aware = campaign.events, campaign.loss_aware
+        record = execute_run(ctx, expand(campaign).runs[0])
+        endpoints = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "mptcp", "endpoint", "show"],
+                                   capture_output=True, text=True).stdout
+    assert record.status != "failed", record.reason
+    t0 = _t0(record)
+    switches = record.timeseries["switches"].to_pylist()
+    to_backup = [s for s in switches if s["action"] == "backup"]
+    assert to_backup and to_backup[0]["path"] == "wifi", switches
+    first = to_backup[0]
+    assert first["time"] > t0 + 4 and first["loss"] >= 0.12, (first, t0)  # after the step, with the loss it saw
+    wifi, lte = per_second(record, "wifi", t0), per_second(record, "lte", t0)
+    # from then on LTE carries more (the data the lossy WiFi subflow still holds is delivered first:
+    # until then the receive window can hold LTE back)
+    after = range(int(first["time"] - t0) + 2, 12)
+    assert sum(lte.get(s, 0) for s in after) > sum(wifi.get(s, 0) for s in after), (wifi, lte, first)
+    assert "backup" not in endpoints  # the sender restored its paths when the transfer ended
+    assert "loss-aware: 10.1.1.11 backup (loss 0." in record.logs["s1.stderr"]  # and the run's log says so
+
+
+def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
+    import sys
+
+    holder = subprocess.Popen([sys.executable, "-c", f"from rig.rigs.emulated.emulated_rig import EmulatedRig; EmulatedRig({rig_prefix!r}).claim(); "
+                               "print('held', flush=True); import time; time.sleep(30)"], stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        f = tmp_path / "c.yaml"
+        f.write_text("name: two\nsetups: [II]\npairs: 1\nfactors: {volume: [1MB]}\n")
+        from fixtures.cli import run_rig
+
+        p = run_rig("campaign", "run", str(f), "--out", str(tmp_path / "out"), "--prefix", rig_prefix)
+        assert p.returncode == 1 and f"emulated rig '{rig_prefix}' is in use by another process (pid {holder.pid})" in p.stderr
+        assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())  # nothing written
+    finally:
+        holder.kill()
+        holder.wait()
