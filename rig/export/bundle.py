@@ -131,7 +131,7 @@ def _write_tables(campaign: CampaignDir, out: Path) -> list[dict]:
         path = f"data/{name}.parquet"
         write_table(table, out / path)
         written.append((name, path, table.schema, table.num_rows))
-    findings = export_table(campaign_dir)  # the studies' claims checked on the valid runs (docs/findings.md)
+    findings = export_table(campaign.root)  # the studies' claims checked on the valid runs (docs/findings.md)
     if findings is not None:
         write_table(findings, out / "data/findings.parquet")
         written.append(("findings", "data/findings.parquet", findings.schema, findings.num_rows))

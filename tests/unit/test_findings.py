@@ -27,19 +27,19 @@ study: "002"
 title: test
 min_runs: 5
 claims:
-  - {id: cubic-over-lia, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {homing: dual},
+  - {id: cubic-over-lia, quote: q, source: s, campaigns: [seed002-standards], metric: goodput_bps, where: {homing: dual},
      test: difference, a: {cc: cubic}, b: {cc: lia}, expect: {direction: greater}}
-  - {id: lia-over-cubic, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {homing: dual},
+  - {id: lia-over-cubic, quote: q, source: s, campaigns: [seed002-standards], metric: goodput_bps, where: {homing: dual},
      test: difference, a: {cc: lia}, b: {cc: cubic}, expect: {direction: greater}}
-  - {id: olia-over-lia, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {homing: dual},
+  - {id: olia-over-lia, quote: q, source: s, campaigns: [seed002-standards], metric: goodput_bps, where: {homing: dual},
      test: difference, a: {cc: olia}, b: {cc: lia}, expect: {direction: greater}}
-  - {id: too-few, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {homing: dual},
+  - {id: too-few, quote: q, source: s, campaigns: [seed002-standards], metric: goodput_bps, where: {homing: dual},
      test: difference, a: {cc: cubic}, b: {cc: lia}, expect: {direction: greater}, min_runs: 50}
-  - {id: dual-over-best-single, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {cc: lia},
+  - {id: dual-over-best-single, quote: q, source: s, campaigns: [seed002-homing-buffer], metric: goodput_bps, where: {cc: lia},
      test: ratio, a: {homing: dual}, b: {homing: [lte, wifi]}, best: max, expect: {above: 1.0}, paper: 1.5}
-  - {id: lia-rate, quote: q, source: s, campaigns: [seed002-homing], metric: goodput_bps, where: {homing: dual, cc: lia},
+  - {id: lia-rate, quote: q, source: s, campaigns: [seed002-standards], metric: goodput_bps, where: {homing: dual, cc: lia},
      test: mean, expect: {near: 8.0e6, tolerance: 0.1}, paper: 8.5e6}
-  - {id: wifi-share, quote: q, source: s, campaigns: [seed002-homing], metric: lte_share, where: {homing: dual},
+  - {id: wifi-share, quote: q, source: s, campaigns: [seed002-standards], metric: lte_share, where: {homing: dual},
      for_each: [cc], test: mean, expect: {below: 0.5}}
   - {id: conn-trend, quote: q, source: s, campaigns: [seed002-connections], metric: goodput_bps, test: trend,
      factor: connections, expect: {direction: increasing}}
@@ -57,6 +57,16 @@ def _homing_runs(reps: int = 10, seed: int = 0) -> list[dict]:
     return runs
 
 
+def _dual_runs(reps: int = 10, seed: int = 0) -> list[dict]:
+    """The dual-homed runs, of cubic, lia and olia (seed002-standards' conditions)."""
+    return [r for r in _homing_runs(reps, seed) if r["homing"] == "dual"]
+
+
+def _lia_runs() -> list[dict]:
+    """lia's runs, dual- and single-homed (seed002-homing-buffer's conditions)."""
+    return [r for r in _homing_runs() if r["cc"] == "lia"]
+
+
 @pytest.fixture
 def findings(tmp_path):
     return parse_findings(CLAIMS, "test.yaml")
@@ -70,8 +80,9 @@ def _verdicts(findings, dirs) -> dict[str, list]:
 
 
 def test_held_not_held_inconclusive(tmp_path, findings):
-    d = write_findings_campaign(tmp_path, "seed002-homing-emulated", _homing_runs())
-    v = _verdicts(findings, [d])
+    d = write_findings_campaign(tmp_path, "seed002-standards-emulated", _dual_runs())
+    h = write_findings_campaign(tmp_path, "seed002-homing-buffer-emulated", _lia_runs())
+    v = _verdicts(findings, [d, h])
     assert v["cubic-over-lia"][0].verdict == HELD
     assert v["cubic-over-lia"][0].low > 0 and v["cubic-over-lia"][0].n == {"a": 10, "b": 10}
     assert 1.5e6 < v["cubic-over-lia"][0].effect < 2.5e6
@@ -87,11 +98,11 @@ def test_held_not_held_inconclusive(tmp_path, findings):
 
 
 def test_invalid_runs_are_never_evidence(tmp_path, findings):
-    runs = _homing_runs()
+    runs = _dual_runs()
     # invalid and failed runs that would reverse cubic vs lia; a run with one invalid pair of two
     runs += [run(1e3, cc="cubic", homing="dual", status=s) for s in ("invalid", "failed") for _ in range(20)]
     runs += [run(1e9, cc="lia", homing="dual", status="invalid") for _ in range(20)]
-    d = write_findings_campaign(tmp_path, "seed002-homing", runs)
+    d = write_findings_campaign(tmp_path, "seed002-standards", runs)
     v = _verdicts(findings, [d])["cubic-over-lia"][0]
     assert v.verdict == HELD and v.n == {"a": 10, "b": 10}
 
@@ -99,7 +110,7 @@ def test_invalid_runs_are_never_evidence(tmp_path, findings):
 def test_a_run_with_one_invalid_pair_is_left_out(tmp_path, findings):
     import pyarrow.parquet as pq
 
-    d = write_findings_campaign(tmp_path, "seed002-homing", [{**r, "pairs": 2} for r in _homing_runs()])
+    d = write_findings_campaign(tmp_path, "seed002-standards", [{**r, "pairs": 2} for r in _dual_runs()])
     t = pq.read_table(d / "runs.parquet").to_pylist()
     t[0]["status"] = "invalid"  # the first run's first pair only
     import pyarrow as pa
@@ -108,8 +119,8 @@ def test_a_run_with_one_invalid_pair_is_left_out(tmp_path, findings):
 
 
 def test_sessions_pool_and_verdicts_are_deterministic(tmp_path, findings):
-    a = write_findings_campaign(tmp_path / "a", "seed002-homing", _homing_runs(3, seed=1))
-    b = write_findings_campaign(tmp_path / "b", "seed002-homing", _homing_runs(3, seed=2))
+    a = write_findings_campaign(tmp_path / "a", "seed002-standards", _dual_runs(3, seed=1))
+    b = write_findings_campaign(tmp_path / "b", "seed002-standards", _dual_runs(3, seed=2))
     first, again = _verdicts(findings, [a, b]), _verdicts(findings, [a, b])
     v = first["cubic-over-lia"][0]
     assert v.n == {"a": 6, "b": 6} and v.verdict == HELD
@@ -128,6 +139,37 @@ def test_trend_over_levels(tmp_path, findings):
     d2 = write_findings_campaign(tmp_path / "2", "seed002-connections", falling)
     assert _verdicts(findings, [d2])["conn-trend"][0].verdict == NOT_HELD
 
+
+def test_a_claim_over_a_figures_files_has_a_verdict_on_each_and_their_twins(tmp_path):
+    """Fig. 5's panels are two files (802.11n 5 GHz, 802.11g): a claim naming both is checked
+    against each file, evaluated on each campaign given or its -emulated twin, never pooled."""
+    text = """
+study: "002"
+title: t
+claims:
+  - {id: rises, quote: q, source: s, campaigns: [seed002-connections, seed002-connections-g], metric: goodput_bps,
+     for_each: [wifi_standard], test: trend, factor: connections, levels: [1, 5], expect: {direction: increasing}}
+"""
+    rising = [run(g * 1e6, connections=c, setup="II", wifi_standard="n5") for c, g in ((1, 4), (5, 6), (10, 8))
+              for g in (g, g * 1.01, g * 0.99, g * 1.02, g * 0.98)]
+    falling = [run(g * 1e6, connections=c, setup="II", wifi_standard="g") for c, g in ((1, 8), (5, 6), (10, 4))
+               for g in (g, g * 1.01, g * 0.99, g * 1.02, g * 0.98)]
+    n5 = write_findings_campaign(tmp_path, "seed002-connections-emulated", rising)
+    g = write_findings_campaign(tmp_path, "seed002-connections-g", falling)
+    v = evaluate([("t", parse_findings(text, "t.yaml"))], CampaignData.read([n5, g]))
+    assert sorted((x.campaign, x.group, x.verdict) for x in v) == [
+        ("seed002-connections-emulated", "wifi_standard n5", HELD), ("seed002-connections-g", "wifi_standard g", NOT_HELD)]
+    assert all(x.n == {"1": 5, "5": 5} for x in v)
+    with pytest.raises(InputError) as e:  # a level of one of the files only: that claim names the other wrongly
+        parse_findings(text.replace("for_each: [wifi_standard]", "where: {wifi_standard: g}"), "t.yaml")
+    assert e.value.field == "claims[0].where.wifi_standard" and "seed002-connections has no level 'g'" in str(e.value)
+
+
+def test_every_seed002_campaign_file_has_claims():
+    """Each figure's file (campaigns/seed002-*.yaml, twins aside) is named by a claim of seed002.yaml."""
+    named = {name for c in load_findings(REPO / "campaigns/findings/seed002.yaml").claims for name in c.campaigns}
+    files = {p.stem for p in (REPO / "campaigns").glob("seed002-*.yaml") if not p.stem.endswith("-emulated")}
+    assert len(files) == 12 and files == named
 
 def test_grid_levels_come_from_params(tmp_path):
     text = """
@@ -201,11 +243,11 @@ def test_a_bad_field_is_named(text, field):
 def test_markdown_says_how_to_evaluate_and_the_command(tmp_path, findings):
     text = markdown(evaluate([("t", findings)], {}), {"002": "test"}, ["--markdown"])
     assert text.startswith("Generated by `rig findings --markdown`")
-    assert "Not yet evaluated for any claim: run `rig campaign run campaigns/seed002-homing.yaml --out results`" in text
-    d = write_findings_campaign(tmp_path, "seed002-homing", _homing_runs())
+    assert "Not yet evaluated for any claim: run `rig campaign run campaigns/seed002-standards-emulated.yaml --out results`" in text
+    d = write_findings_campaign(tmp_path, "seed002-standards", _dual_runs())
     v = evaluate([("t", findings)], CampaignData.read([d]))
     text = markdown(v, {"002": "test"}, [str(d), "--markdown"])
-    assert "| cubic-over-lia |" in text and "**held**" in text and "Not yet evaluated for 1 of the claims (conn-trend)" in text
+    assert "| cubic-over-lia |" in text and "**held**" in text and "Not yet evaluated for 2 of the claims (dual-over-best-single, conn-trend)" in text
     table = arrow_table(v)
     assert table.num_rows == len([x for x in v if x.verdict != NOT_EVALUATED])
     assert table.schema.field("verdict").metadata[b"description"]
@@ -255,8 +297,8 @@ def test_the_report_has_no_findings_section_for_other_campaigns(tmp_path):
 
 
 def test_a_planned_level_without_valid_runs_keeps_its_row(tmp_path, findings):
-    runs = [r if r["cc"] != "olia" else {**r, "status": "invalid"} for r in _homing_runs()]
-    d = write_findings_campaign(tmp_path, "seed002-homing", runs)
+    runs = [r if r["cc"] != "olia" else {**r, "status": "invalid"} for r in _dual_runs()]
+    d = write_findings_campaign(tmp_path, "seed002-standards", runs)
     share = _verdicts(findings, [d])["wifi-share"]
     assert [(x.group, x.verdict) for x in share] == [("cc cubic", HELD), ("cc lia", HELD), ("cc olia", INCONCLUSIVE)]
     assert share[2].reason == "too few valid runs (0 < 5)"
