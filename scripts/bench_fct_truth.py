@@ -26,6 +26,7 @@ import uuid
 from pathlib import Path
 
 from rig.rigs.backends import configure_setup
+from rig.run.execute import RunSettings
 from rig.model.campaign import Limits
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
@@ -143,7 +144,7 @@ def main() -> None:
     try:
         rig.up(settings)
         with AgentPool(NetnsTransport(rig.prefix), rig.topo.nodes) as agents:
-            ctx = configure_setup(rig, agents, settings, Limits())
+            ctx = configure_setup(rig, agents, settings, RunSettings(Limits()))
             agents["s1"].request("paths", plan=node_plan(ctx.topo, "s1", "wifi"))  # one path: WiFi only
             print("| volume | rig FCT (ms) | capture FCT (ms) | rig - capture (ms) | allowed (1 ms + 1 %) | receiver-only capture (ms) |")
             print("|---|---|---|---|---|---|")

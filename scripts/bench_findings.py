@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""`rig findings` over 10,000 runs: seed 002's four campaigns (2,500 runs each, their factor
-matrices repeated) written as synthetic campaign directories in the run store's format
-(tests/fixtures/findings_campaign.py) in a temporary directory, then evaluated against every
+"""`rig findings` over 10,000 runs: seed 002's campaign files (the runs shared among them, their
+factor matrices repeated) written as synthetic campaign directories in the run store's format
+(rig/findings/synthetic.py) in a temporary directory, then evaluated against every
 shipped findings file.
 
     .venv/bin/python scripts/bench_findings.py              # 10,000 runs
@@ -24,9 +24,9 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path[:0] = [str(ROOT), str(ROOT / "tests")]
+sys.path[:0] = [str(ROOT)]
 
-CAMPAIGNS = ("seed002-connections", "seed002-volume", "seed002-buffer", "seed002-homing")
+CAMPAIGNS = tuple(sorted(p.stem for p in (ROOT / "campaigns").glob("seed002-*.yaml") if not p.stem.endswith("-emulated")))
 
 
 def _cells(name: str) -> list[dict]:
@@ -42,7 +42,7 @@ def _cells(name: str) -> list[dict]:
 def build(root: Path, runs: int) -> list[Path]:
     import numpy as np
 
-    from fixtures.findings_campaign import run, write_findings_campaign
+    from rig.findings.synthetic import run, write_findings_campaign
 
     rng = np.random.default_rng(0)
     dirs = []

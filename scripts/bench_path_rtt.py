@@ -13,6 +13,7 @@ import subprocess
 import uuid
 
 from rig.rigs.backends import configure_setup
+from rig.run.execute import RunSettings
 from rig.model.campaign import Limits
 from rig.rigs.emulated import impairments
 from rig.rigs.emulated.emulated_rig import EmulatedRig
@@ -38,7 +39,7 @@ def measure(setup: str, imp: dict) -> list[tuple[str, float, float]]:
     try:
         rig.up(settings)
         with AgentPool(NetnsTransport(rig.prefix), rig.topo.nodes) as agents:
-            ctx = configure_setup(rig, agents, settings, Limits())
+            ctx = configure_setup(rig, agents, settings, RunSettings(Limits()))
         delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in ctx.radios.hops}
         p, out = rig.topo.pairs[0], []
         for path, hops, src, dst in (("wifi", ("wifi", "receiver_a"), p.sender_wifi, p.receiver_a),

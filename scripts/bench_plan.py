@@ -5,7 +5,8 @@ and the runner's memory grow with the number of runs.
     .venv/bin/python scripts/bench_plan.py            # ~1 min on an idle 2-core host
 
 Prints three tables (markdown, for docs/measurements/):
-  1. campaigns/seed002-homing.yaml at 50 (5,400 runs) and 1,000 repetitions (108,000 runs):
+  1. campaigns/seed002-buffer.yaml (Fig. 7: the largest of seed 002's files) at 50 (1,800 runs)
+     and 1,000 repetitions (36,000 runs):
      expand, estimate (run_estimates + plan_seconds) and runs/s, in one process, best of 3;
      and `rig campaign plan FILE` end to end (start-up and printing every run included).
   2. growth at 10, 1,000 and 100,000 runs (a 10- or 100-cell campaign x repetitions), each in a
@@ -30,7 +31,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-HOMING = ROOT / "campaigns" / "seed002-homing.yaml"
+STUDY = ROOT / "campaigns" / "seed002-buffer.yaml"
 RIG = Path(sys.executable).with_name("rig")
 
 # 10 cells: 2 setups x 5 connection counts; 100 cells: x 10 volumes.
@@ -81,21 +82,21 @@ def child(runs: int) -> None:
 
 
 def main() -> None:
-    text = HOMING.read_text()
+    text = STUDY.read_text()
     print("| campaign | runs | expand (s) | estimate (s) | runs/s expanded + estimated | `rig campaign plan` end to end (s) |")
     print("|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for reps in (50, 1000):
             variant = text.replace("repetitions: 50", f"repetitions: {reps}")
-            best = min((timed_plan(variant, str(HOMING)) for _ in range(3)),
+            best = min((timed_plan(variant, str(STUDY)) for _ in range(3)),
                        key=lambda r: r["expand_s"] + r["estimate_s"])
-            path = Path(tmp) / f"homing{reps}.yaml"
+            path = Path(tmp) / f"study{reps}.yaml"
             path.write_text(variant)
             t0 = time.perf_counter()
             subprocess.run([str(RIG), "campaign", "plan", str(path)], check=True, stdout=subprocess.DEVNULL)
             cli_s = time.perf_counter() - t0
             both = best["expand_s"] + best["estimate_s"]
-            print(f"| seed002-homing x{reps} | {best['runs']:,} | {best['expand_s']:.3f} | {best['estimate_s']:.3f} "
+            print(f"| {STUDY.stem} x{reps} | {best['runs']:,} | {best['expand_s']:.3f} | {best['estimate_s']:.3f} "
                   f"| {best['runs'] / both:,.0f} | {cli_s:.2f} |")
     print()
     print("| runs | expand + estimate (s) | plan.json (s) | plan.json (MB) | peak RSS of the runner before its first run (MB) |")

@@ -25,6 +25,7 @@ sys.path.insert(0, str(ROOT))
 
 def once(file: Path, prefix: str) -> list[float]:
     from rig.rigs.backends import EmulatedBackend
+    from rig.run.execute import RunSettings
     from rig.model.campaign import load_campaign
     from rig.campaign.plan import expand
     from rig.model.block import BlockSettings
@@ -41,7 +42,7 @@ def once(file: Path, prefix: str) -> list[float]:
             seen.append(run.radio_key)
             settings = BlockSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, {}, campaign.radios)
             t = time.monotonic()
-            backend.block(settings, campaign.limits)
+            backend.block(settings, RunSettings(campaign.limits))
             times.append(time.monotonic() - t)
     finally:
         t = time.monotonic()

@@ -104,8 +104,8 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     if agent_path and transport != "ssh":
         raise InputError("command line", "--agent-path", "only with --transport ssh")
     # A bad file is refused before the runner's machinery (Parquet, the emulator, InfluxDB) is
-    # imported; the runner checks it again with everything else before it writes.
-    expand(load_campaign(file), str(file))
+    # imported; the runner takes the plan and checks the rest before it writes.
+    plan = expand(load_campaign(file), str(file))
 
     from rig.rigs.backends import EmulatedBackend, LabBackend
     from rig.campaign.runner import Stopped, run_campaign
@@ -115,7 +115,7 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     else:
         backend = LabBackend(Path(rig_kind))
     try:
-        result = run_campaign(file, out, backend, resume=resume)
+        result = run_campaign(file, out, backend, resume=resume, plan=plan)
     except Stopped as e:
         click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
         raise SystemExit(130)

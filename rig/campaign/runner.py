@@ -27,8 +27,7 @@ from rig.rigs import Backend
 from rig.influx import sink_from_env
 from rig.core.progress import Progress
 from rig.core.errors import DISK_FULL, RigError
-from rig.run.execute import RunContext, execute_run
-from rig.run.timeline import run_events
+from rig.run.execute import RunContext, RunSettings, execute_run
 from rig.store.writer import CampaignStore, RunRecord, utc_now
 
 # The same fault again right after the rig was restored: something restoring cannot fix.
@@ -121,10 +120,12 @@ class _SignalGuard:
             signal.signal(s, h)
 
 
-def prepare(file: Path, out: Path, resume: bool, backend: Backend) -> tuple[Campaign, Plan, CampaignStore, str]:
-    """Validate everything and create (or find) the campaign directory; nothing is written on bad input."""
-    campaign = load_campaign(file)
-    plan = expand(campaign, str(file))
+def prepare(file: Path, out: Path, resume: bool, backend: Backend,
+            plan: Plan | None = None) -> tuple[Campaign, Plan, CampaignStore, str]:
+    """Validate everything and create (or find) the campaign directory; nothing is written on bad
+    input. `plan`: the file's, if the caller has expanded it already (it is not parsed again)."""
+    plan = plan or expand(load_campaign(file), str(file))
+    campaign = plan.campaign
     backend.check(campaign, str(file))
     store = CampaignStore.find_resumable(out, plan) if resume else None
     note = f"resuming {store.root}" if store else ""
@@ -134,9 +135,11 @@ def prepare(file: Path, out: Path, resume: bool, backend: Backend) -> tuple[Camp
     return campaign, plan, store, note
 
 
-def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None) -> CampaignResult:
-    """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends)."""
-    campaign, plan, store, note = prepare(file, out, resume, backend)
+def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None,
+                 plan: Plan | None = None) -> CampaignResult:
+    """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends); `plan`: the file's,
+    when the caller has expanded it already."""
+    campaign, plan, store, note = prepare(file, out, resume, backend, plan)
     try:
         return _run(file, out, backend, resume, progress, campaign, plan, store, note)
     except OSError as e:
@@ -162,6 +165,7 @@ def _run(file: Path, out: Path, backend: Backend, resume: bool, progress: Progre
     resume_hint = f"rig campaign run {file} --out {out} --resume"
     if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
         store.write_runs_table()
+    run_settings = RunSettings(campaign.limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp)
     try:
         with _SignalGuard():
             ctx: RunContext | None = None
@@ -174,21 +178,21 @@ def _run(file: Path, out: Path, backend: Backend, resume: bool, progress: Progre
                     settings = block_settings(campaign, run)
                     if ctx is None:  # bringing the rig up: a failure here is reported at once
                         progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
-                        ctx = backend.block(settings, campaign.limits)
+                        ctx = backend.block(settings, run_settings)
                     else:
                         why = f"{', '.join(lost)} lost" if lost else fault
                         progress.note(f"restoring the rig ({why})" if why else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
                         # A new context: its T0 lead is learnt anew (the block's first release
                         # round runs beside radio emulators just started).
-                        ctx = _restore(backend, settings, campaign.limits, progress, resume_hint, restoring=bool(why))
+                        ctx = _restore(backend, settings, run_settings, progress, resume_hint, restoring=bool(why))
                     block_key, fault = run.radio_key, None
                 assert ctx is not None
-                ctx.events, ctx.loss_aware, ctx.tcp = run_events(campaign.events, run), campaign.loss_aware, campaign.tcp
                 following = todo[i + 1] if i + 1 < len(todo) else None
-                ctx.next_run = following if following is not None and following.radio_key == run.radio_key else None
+                next_run = following if following is not None and following.radio_key == run.radio_key else None
                 started, t_run = utc_now(), time.monotonic()
                 try:
-                    record, retried_s = _one_run(ctx, run, progress, store, campaign.limits.lag_retries, recorder.flush_after)
+                    record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
+                                                 recorder.flush_after)
                     faults_in_a_row = 0
                 except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
                     if isinstance(e, OSError) and e.errno in DISK_FULL:
@@ -219,7 +223,7 @@ def _run(file: Path, out: Path, backend: Backend, resume: bool, progress: Progre
     return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
 
 
-def _restore(backend: Backend, settings: BlockSettings, limits, progress: Progress, resume_hint: str,
+def _restore(backend: Backend, settings: BlockSettings, run_settings: RunSettings, progress: Progress, resume_hint: str,
              restoring: bool) -> RunContext:
     """The block's context after a lost component (or for the next block): lost agents restarted,
     dead emulators restarted, every node configured again. Tried again after each of the
@@ -230,7 +234,7 @@ def _restore(backend: Backend, settings: BlockSettings, limits, progress: Progre
             time.sleep(delay)
         try:
             t = time.monotonic()
-            ctx = backend.restore(settings, limits)
+            ctx = backend.restore(settings, run_settings)
             if restoring or attempt > 1:
                 progress.note(f"restored in {time.monotonic() - t:.1f} s (try {attempt})")
             return ctx
@@ -250,19 +254,19 @@ def _failed_record(ctx: RunContext, run: Run, reason: str, started: str, store: 
                      details={"lost_component": True, "lag_retries": store.attempts(run.run_id)})
 
 
-def _one_run(ctx: RunContext, run: Run, progress: Progress, store: CampaignStore, lag_retries: int,
+def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,
              during: Callable[[float], None] | None = None):
     """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times):
     the record to keep, and the transfer seconds of the attempts set aside. `during(t0)` is called
     within its (first) transfer."""
     progress.starting(run.run_id)
     t = time.monotonic()
-    record, retried_s = execute_run(ctx, run, during), 0.0
+    record, retried_s = execute_run(ctx, run, next_run, during), 0.0
     while record.details.get("lagged") and store.attempts(run.run_id) < lag_retries:
         kept = store.write_attempt(record)
         retried_s += record.details.get("transfer_s") or 0.0
         progress.note(f"{run.run_id}: {record.reason}; running it again (attempt kept as {kept.parent.name}/{kept.name})")
-        record = execute_run(ctx, run)
+        record = execute_run(ctx, run, next_run)
     record.details["lag_retries"] = store.attempts(run.run_id)
     outcome = record.status if not record.reason else f"{record.status} - {record.reason}"
     progress.finished(run.run_id, outcome, time.monotonic() - t)

@@ -1,7 +1,7 @@
 """Stopping processes on the controller: SIGTERM, a grace period, then SIGKILL.
 
 The one helper for the controller's own processes (emulators, node agents, whatever runs in an
-emulated rig's namespaces). The node agent keeps its own `terminate` in
+emulated rig's namespaces, the nightly job's campaign runner, the embedded influxd). The node agent keeps its own `terminate` in
 nodes/agent/rig_node/programs.py: node code is stdlib-only and copied to the boards on its own,
 so it cannot import the rig package.
 """
@@ -22,11 +22,13 @@ Target = Union[int, subprocess.Popen]
 FIRST_POLL_S, POLL_S = 0.001, 0.05
 
 
-def terminate(targets: Iterable[Target], grace_s: float, *, term: bool = True) -> bool:
+def terminate(targets: Iterable[Target], grace_s: float, *, term: bool = True, group: bool = False) -> bool:
     """Stop processes given as pids or process objects: SIGTERM, up to `grace_s` for them to exit,
     then SIGKILL and up to `grace_s` again. With term=False the first stage only waits (the
-    caller has already asked them to exit another way, e.g. a quit request). Process objects are
-    waited for before it returns. True if everything is gone."""
+    caller has already asked them to exit another way, e.g. a quit request); with group=True
+    each signal goes to the target's whole process group (a leader started in a session of its
+    own, with everything it started). Process objects are waited for before it returns. True if
+    everything is gone."""
     targets = list(targets)
     left = [t for t in targets if running(t)]
     for sig in (signal.SIGTERM if term else None, signal.SIGKILL):
@@ -34,7 +36,7 @@ def terminate(targets: Iterable[Target], grace_s: float, *, term: bool = True) -
             break
         if sig is not None:
             for t in left:
-                _send(t, sig)
+                _send(t, sig, group)
         deadline, poll = time.monotonic() + grace_s, FIRST_POLL_S
         while left and time.monotonic() < deadline:
             time.sleep(poll)
@@ -63,8 +65,8 @@ def running(target: Target) -> bool:
     return state != "Z"
 
 
-def _send(target: Target, sig: int) -> None:
+def _send(target: Target, sig: int, group: bool = False) -> None:
     try:
-        os.kill(target if isinstance(target, int) else target.pid, sig)
+        (os.killpg if group else os.kill)(target if isinstance(target, int) else target.pid, sig)
     except ProcessLookupError:
         pass

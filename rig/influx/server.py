@@ -9,7 +9,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import time
@@ -20,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlencode
 
+from rig.core import process
 from rig.core.errors import RigError
 
 DEFAULT_STATE_DIR = Path("/var/lib/rig/influxdb")
@@ -98,16 +98,7 @@ def _pid(server: Server) -> int | None:
     except (OSError, ValueError):
         return None
     ours = b"influxd" in cmdline and str(server.state_dir).encode() in cmdline
-    return pid if ours and _alive(pid) else None
-
-
-def _alive(pid: int) -> bool:
-    """Running, and not a zombie waiting for a parent that does not reap it."""
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return False
-    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+    return pid if ours and process.running(pid) else None
 
 
 def status(server: Server) -> dict:
@@ -159,14 +150,7 @@ def stop(server: Server, timeout_s: float = 15.0) -> bool:
     pid = _pid(server)
     if pid is None:
         return False
-    os.kill(pid, signal.SIGTERM)
-    deadline = time.monotonic() + timeout_s
-    while _alive(pid) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    if _alive(pid):
-        os.kill(pid, signal.SIGKILL)
-        with contextlib.suppress(ChildProcessError):
-            os.waitpid(pid, 0)
+    process.terminate([pid], timeout_s)
     with contextlib.suppress(ChildProcessError):
         os.waitpid(pid, 0)  # reap it when it is our own child (tests)
     server.pid_file.unlink(missing_ok=True)

@@ -15,7 +15,6 @@ import os
 import re
 import shlex
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -29,6 +28,7 @@ import click
 
 from rig.campaign.cli import host_cc_problems
 from rig.campaign.plan import load_plan
+from rig.core import process
 from rig.core.errors import InputError, RigError
 from rig.export import export_campaign
 from rig.influx import sink_from_env, sync
@@ -131,16 +131,7 @@ def run_with_deadline(argv: list[str], timeout_s: float) -> tuple[int, str | Non
 
 def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
     # SIGTERM first: the runner records its run and tears the emulated rig down.
-    for sig, wait_s in ((signal.SIGTERM, grace_s), (signal.SIGKILL, 10.0)):
-        try:
-            os.killpg(proc.pid, sig)
-        except ProcessLookupError:
-            return
-        try:
-            proc.wait(timeout=wait_s)
-            return
-        except subprocess.TimeoutExpired:
-            continue
+    process.terminate([proc], grace_s, group=True)
 
 
 def latest_campaign_dir(results: Path, campaign: str) -> Path:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from rig.model.block import BlockSettings
-    from rig.model.campaign import Campaign, Limits
-    from rig.run.execute import RunContext
+    from rig.model.campaign import Campaign
+    from rig.run.execute import RunContext, RunSettings
 
 
 class Backend(Protocol):
@@ -19,13 +19,13 @@ class Backend(Protocol):
     def check(self, campaign: Campaign, source: str) -> None:
         """Whether the campaign can run here (InputError naming `source` and the field if not)."""
 
-    def block(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def block(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         """The rig built (or re-built) for a block: radios, agents, every node configured."""
 
     def lost(self) -> list[str]:
         """The components lost since the block began (an agent, a radio emulator), by name."""
 
-    def restore(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def restore(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         """The block afresh after a lost component."""
 
     def close(self) -> None:

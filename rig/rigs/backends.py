@@ -14,7 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from rig import congestion
-from rig.model.campaign import Campaign, Limits
+from rig.model.campaign import Campaign
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
 from rig.model.topology import Topology
@@ -23,7 +23,7 @@ from rig.rigs.lab import CONTROL_DIR, NODE_CC_FIX, check_clocks, lab_topology, l
 from rig.model.routing import node_plan
 from rig.agents.client import AgentPool
 from rig.rigs.emulated.radio_side import EmulatedRadios
-from rig.run.execute import RunContext
+from rig.run.execute import RunContext, RunSettings
 from rig.run.radios import NoRadios, Radios
 from rig.run.timeline import check_for_lab
 from rig.agents.netns import NetnsTransport
@@ -31,25 +31,24 @@ from rig.agents.netns import NetnsTransport
 RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
 
 
-def configure_nodes(topo: Topology, agents: AgentPool, limits: Limits, radios: Radios | None = None,
+def configure_nodes(topo: Topology, agents: AgentPool, run_settings: RunSettings, radios: Radios | None = None,
                     senders: bool = True) -> RunContext:
     """Every node's routing plan for the setup (senders dual-homed). senders=False: the receivers'
     only; each run's configure gives the senders the plan of its homing (rig.run.execute), so a
     campaign does not apply a sender's plan twice when a block's first run is not dual-homed."""
-    ctx = RunContext(topo=topo, agents=agents, limits=limits, radios=radios or NoRadios())
+    ctx = RunContext(topo=topo, agents=agents, settings=run_settings, radios=radios or NoRadios(),
+                     shared_clock=isinstance(radios, EmulatedRadios))
     hosts = topo.nodes if senders else [h for h in topo.nodes if h not in {p.sender for p in topo.pairs}]
     agents.each(hosts, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
     return ctx
 
 
-def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: BlockSettings, limits: Limits,
+def configure_setup(rig: EmulatedRig, agents: AgentPool, settings: BlockSettings, run_settings: RunSettings,
                     senders: bool = True) -> RunContext:
     """Radios for the block's setup and WiFi standard, then the nodes (senders: configure_nodes)."""
     rig.attach_radios(settings)
     assert rig.topo is not None
-    ctx = configure_nodes(rig.topo, agents, limits, EmulatedRadios(rig.radios, rig.stations, rig.hops), senders)
-    ctx.shared_clock = True
-    return ctx
+    return configure_nodes(rig.topo, agents, run_settings, EmulatedRadios(rig.radios, rig.stations, rig.hops), senders)
 
 
 def require_running(rig: EmulatedRig, ssh: bool, pairs: int) -> None:
@@ -95,7 +94,7 @@ class EmulatedBackend:
             require_running(self.rig, self.transport == "ssh", campaign.pairs)
         check_host_ccs(campaign, source)
 
-    def block(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def block(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         if self.agents is None and self.transport == "ssh":
             self.rig.up(settings, ssh=True)
             self.agents = AgentPool(self.rig.ssh_transport(self.agent_path), self.rig.topo.nodes)
@@ -111,7 +110,7 @@ class EmulatedBackend:
                     raise
                 self.agents = starting[0].result()
         # The campaign's runs route the senders themselves (each run's homing).
-        return configure_setup(self.rig, self.agents, settings, limits, senders=False)
+        return configure_setup(self.rig, self.agents, settings, run_settings, senders=False)
 
     # After a lost component: what died (cheap, checked before every run), and the block rebuilt.
     restore_delays_s = (0.5, 1.0, 2.0)  # waits before the tries (a namespace is there or not)
@@ -120,12 +119,12 @@ class EmulatedBackend:
         agents = self.agents.lost() if self.agents is not None else []
         return [f"node agent on {h}" for h in agents] + [f"radio emulator {n}" for n in self.rig.dead_radios()]
 
-    def restore(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def restore(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         """Restart lost agents, then the block afresh: radios (new TAPs; after a lost node every
         radio, else those that died or that the block changes), nodes' configuration, servers."""
         if self.agents is not None and self.agents.restart_lost():
             self.rig.stop_radios()  # the lost node's TAPs are made anew, as at bring-up
-        return self.block(settings, limits)
+        return self.block(settings, run_settings)
 
     def close(self) -> None:
         if self.agents is not None:
@@ -179,7 +178,7 @@ class LabBackend:
         if p.returncode != 0:
             raise RigError(f"${RECONFIGURE_ENV} failed for Setup {settings.setup}: {(p.stderr or p.stdout).strip()[-400:]}")
 
-    def block(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def block(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
 
         key = (settings.setup, settings.wifi_standard)
         if key != self.current:  # the first block too: the lab may be wired for something else
@@ -189,7 +188,7 @@ class LabBackend:
         if self.agents is None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self.agents = AgentPool(lab_transport(self.lab, topo.nodes, self.state_dir), topo.nodes)
-        return configure_nodes(topo, self.agents, limits)
+        return configure_nodes(topo, self.agents, run_settings)
 
     # A rebooting board takes a minute or two before its SSH server answers again.
     restore_delays_s = (5.0, 10.0, 20.0, 40.0, 60.0)
@@ -197,11 +196,11 @@ class LabBackend:
     def lost(self) -> list[str]:
         return [f"node agent on {h}" for h in (self.agents.lost() if self.agents is not None else [])]
 
-    def restore(self, settings: BlockSettings, limits: Limits) -> RunContext:
+    def restore(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         """New SSH sessions and agents for lost nodes, then every node's configuration re-applied."""
         if self.agents is not None:
             self.agents.restart_lost()
-        return self.block(settings, limits)
+        return self.block(settings, run_settings)
 
     def close(self) -> None:
         if self.agents is not None:

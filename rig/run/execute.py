@@ -40,29 +40,40 @@ PREPARE_AFTER_T0_S = 0.05
 LAG_CUT_BEFORE_T0_S = 0.002  # the radios poll for the cut every 1 ms
 
 
+@dataclass(frozen=True)
+class RunSettings:
+    """What every run of a campaign shares, from its file: limits, the events on each run's clock
+    (a run adds those its factors imply: timeline.run_events), the loss-aware policy's and TCP's
+    settings. Handed to a block's context, never written into it."""
+    limits: Limits = field(default_factory=Limits)
+    events: tuple[Event, ...] = ()
+    loss_aware: LossAware = field(default_factory=LossAware)
+    tcp: Tcp = field(default_factory=Tcp)
+
+
 @dataclass
 class RunContext:
+    """A block's rig as its runs use it (the backend builds it), the campaign's settings, and what
+    each run leaves for the next in the block (written by the runs themselves: the configuration
+    the nodes have, the T0 leads runs needed, the programs prepared, the port in use)."""
     topo: Topology
     agents: AgentPool
-    limits: Limits
+    settings: RunSettings
     radios: Radios = field(default_factory=NoRadios)  # the backend's, as a run sees them
+    shared_clock: bool = False  # the emulated rig's nodes share the host's clock: no offsets to record
+    # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
+    # (how the judge's fallback check is tested).
+    sinks_mptcp: bool = True
     applied: dict = field(default_factory=dict)  # (host, op) -> what it has: unchanged ones are not sent again
     # The T0 lead each of the last LEAD_RUNS runs would have needed: a burst of load in one run
     # must not leave the next with a lead sized from a single quick one.
     needed_leads: list = field(default_factory=list)
-    # The run after this one in the block (the runner sets it): its sinks and sources are prepared
-    # while this one transfers (prepare_next). None: nothing is prepared.
-    next_run: Run | None = None
     prepared: str | None = None  # the run whose programs wait on `other_port(port)`, or None
     port: int = transfers.PORTS[1]  # the last run's port (a run uses the other one)
-    # The receivers' sockets: MPTCP. Plain TCP there makes every sender's connection fall back
-    # (how the judge's fallback check is tested).
-    sinks_mptcp: bool = True
-    shared_clock: bool = False  # the emulated rig's nodes share the host's clock: no offsets to record
-    # The campaign's run-wide settings: events on each run's clock, the loss-aware policy's, TCP's.
-    events: list[Event] = field(default_factory=list)
-    loss_aware: LossAware = field(default_factory=LossAware)
-    tcp: Tcp = field(default_factory=Tcp)
+
+    @property
+    def limits(self) -> Limits:
+        return self.settings.limits
 
     def apply(self, agent, op: str, **request) -> None:
         """An idempotent configuration request (`paths`, `sysctl`), sent only when it changed."""
@@ -140,7 +151,7 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
     is not this run's. The launch round, whose time is in T0's lead, then only releases the
     sources. Only what changed is sent. Returns the senders' counters."""
     receivers = {p.receiver for p in ctx.topo.pairs}
-    ssthresh = ctx.tcp.initial_ssthresh or 0  # 0: the kernel's default
+    ssthresh = ctx.settings.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
     counters = {}
 
@@ -152,7 +163,7 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
                 wait_listening(a, ctx.port)
             a.batch(sampling(ctx, a.host))
             return
-        ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.tcp.no_metrics_save))
+        ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.settings.tcp.no_metrics_save))
         if cc_params:
             ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
         # After its routing: a loss-aware source reads the endpoints' flags as it starts.
@@ -169,8 +180,8 @@ def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
         return {}
     p = next(p for p in ctx.topo.pairs if p.sender == host)
     addresses = {"wifi": str(p.sender_wifi.address), "lte": str(p.sender_lte.address)}
-    return {"loss_aware": {addresses[path]: pct / 100 for path, pct in ctx.loss_aware.threshold_pct.items()},
-            "loss_window_s": ctx.loss_aware.window_s}
+    return {"loss_aware": {addresses[path]: pct / 100 for path, pct in ctx.settings.loss_aware.threshold_pct.items()},
+            "loss_window_s": ctx.settings.loss_aware.window_s}
 
 
 def sampling(ctx: RunContext, host: str) -> dict:
@@ -194,7 +205,7 @@ class Launched:
     events: timeline.Scheduled | None
 
 
-def launch(ctx: RunContext) -> Launched:
+def launch(ctx: RunContext, events: list[Event]) -> Launched:
     """T0, then one round: each sender's source released (held since configure or prepare_next;
     each receiver's sink listens, the nodes sample); then the run's events, each to act at its
     time."""
@@ -205,8 +216,8 @@ def launch(ctx: RunContext) -> Launched:
     cut_lag_windows(ctx, t0 - LAG_CUT_BEFORE_T0_S)
     ctx.agents.each(senders, lambda a: a.request("release", key=transfers.source_key(ctx.port), at=t0))
     # After the sampling started: an agent's `sample` drops a timeline it still holds (a failed run's).
-    events = timeline.schedule(ctx, timeline.plan(ctx.events, topo, t0)) if ctx.events else None
-    return Launched(t0, set_at, time.time(), events)
+    scheduled = timeline.schedule(ctx, timeline.plan(events, topo, t0)) if events else None
+    return Launched(t0, set_at, time.time(), scheduled)
 
 
 @dataclass
@@ -248,7 +259,7 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
 
 
 
-def can_prepare(ctx: RunContext, run: Run) -> bool:
+def can_prepare(run: Run, nxt: Run | None) -> bool:
     """Whether the next run's programs can be started during this run's transfer without changing
     anything this run's connections use: its receive buffer is this run's (the sysctl is read by
     every socket's autotuning, running ones too), and it has no loss-aware policy (whose source
@@ -256,19 +267,18 @@ def can_prepare(ctx: RunContext, run: Run) -> bool:
     held source creates its sockets (which keep the MPTCP limits in force when they are created)
     and binds them only once released. A receiver's settings do not depend on the run, so its
     listening socket is the same under either run's."""
-    nxt = ctx.next_run
     return (nxt is not None and nxt.policy == "none"
             and receive_buffer(nxt.rcvbuf_bytes) == receive_buffer(run.rcvbuf_bytes))
 
 
-def prepare_next(ctx: RunContext, run: Run, t0: float) -> None:
+def prepare_next(ctx: RunContext, run: Run, nxt: Run | None, t0: float) -> None:
     """During this run's transfer, one round: each receiver starts the next run's sink on the
     other port and waits until it listens; each sender forks the next run's source, which
     prepares its sockets and waits to be released with its T0 (launch). The next run's round
     between the two transfers is then only the release."""
-    if not can_prepare(ctx, run):
+    if not can_prepare(run, nxt):
         return
-    nxt, port = ctx.next_run, transfers.other_port(ctx.port)
+    port = transfers.other_port(ctx.port)
     time.sleep(max(0.0, t0 + PREPARE_AFTER_T0_S - time.time()))
     senders = {p.sender for p in ctx.topo.pairs}
     ahead_s = transfers.run_timeout_s(run, ctx.limits) + transfers.SINK_GRACE_S  # this run may take that long
@@ -354,9 +364,12 @@ def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, report
     return timeseries
 
 
-def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | None = None) -> RunRecord:
-    """The run, recorded in memory. `during(t0)` is called once the sources are launched (T0
-    set): the runner stores the previous run then (rig.campaign.runner), while this one transfers."""
+def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
+                during: Callable[[float], None] | None = None) -> RunRecord:
+    """The run, recorded in memory. `next_run`: the block's next run, whose programs are prepared
+    while this one transfers (None: none is). `during(t0)` is called once the sources are launched
+    (T0 set): the runner stores the previous run then (rig.campaign.runner), while this one
+    transfers."""
     topo = ctx.topo
     senders = [p.sender for p in topo.pairs]
     by_sender = {p.sender: p for p in topo.pairs}
@@ -366,12 +379,12 @@ def execute_run(ctx: RunContext, run: Run, during: Callable[[float], None] | Non
     prepared = take_port(ctx, run)
     mib_before = configure(ctx, run, prepared)
     marks.append(("configure", time.monotonic()))
-    launched = launch(ctx)
+    launched = launch(ctx, timeline.run_events(list(ctx.settings.events), run))
     t0, events = launched.t0, launched.events
     marks.append(("schedule", time.monotonic()))
     if during is not None:
         during(t0)
-    prepare_next(ctx, run, t0)
+    prepare_next(ctx, run, next_run, t0)
 
     ended, nodes = finish(ctx, run, t0)
     t_end = time.time()

@@ -19,7 +19,7 @@ from rig.rigs.emulated import impairments
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
 from rig.agents.client import AgentPool
-from rig.run.execute import execute_run
+from rig.run.execute import RunSettings, execute_run
 from rig.agents.netns import NetnsTransport
 
 # --- end to end on the emulated rig ----------------------------------------------------------
@@ -34,7 +34,7 @@ def _rig_run(prefix: str, setup: str, imp: dict, homing: str = "lte"):
     rig.up(settings)
     agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
     try:
-        ctx = configure_setup(rig, agents, settings, Limits(run_timeout_s=60, max_lag_p99_ms=200))
+        ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=60, max_lag_p99_ms=200)))
         run = replace(expand(parse_campaign(CAMPAIGN, "imp")).runs[0], setup=setup, homing=homing)
         return execute_run(ctx, run), rig
     finally:

@@ -26,7 +26,7 @@ from rig.model.block import BlockSettings
 from rig.model.topology import topology
 from rig.model.routing import HOMINGS, node_plan
 from rig.agents.client import AgentPool
-from rig.run.execute import execute_run
+from rig.run.execute import RunSettings, execute_run
 from rig.agents.netns import AGENT, NetnsTransport
 
 
@@ -101,7 +101,7 @@ def test_senders_subflows_take_exactly_the_paired_paths(emulator, rig_prefix, se
     rig.up(settings)
     agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
     try:
-        ctx = configure_setup(rig, agents, settings, Limits(run_timeout_s=60, max_lag_p99_ms=500, subflow_hz=20))
+        ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=60, max_lag_p99_ms=500, subflow_hz=20)))
         run = expand(parse_campaign(CAMPAIGN, "paired")).runs[0]
         for homing in HOMINGS:
             rec = execute_run(ctx, replace(run, homing=homing, setup=setup))

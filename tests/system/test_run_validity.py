@@ -18,7 +18,7 @@ from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
 from rig.agents.client import AgentPool
 from rig.run import transfers
-from rig.run.execute import execute_run
+from rig.run.execute import RunSettings, execute_run
 from rig.agents.netns import NetnsTransport
 
 pytestmark = pytest.mark.emulated
@@ -33,7 +33,7 @@ def one_pair_rig(emulator, rig_prefix):
     rig.up(settings)
     agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
     try:
-        ctx = configure_setup(rig, agents, settings, Limits(run_timeout_s=30, max_lag_p99_ms=200))
+        ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=30, max_lag_p99_ms=200)))
         yield rig, ctx
     finally:
         agents.close()
@@ -139,13 +139,11 @@ def test_the_next_run_is_prepared_during_a_run_only_when_that_cannot_change_the_
     retry) replaces what waits; after a block's last run nothing is left waiting."""
     _, ctx = one_pair_rig
     small1, small2, large1, large2 = _buffer_runs()
-    ctx.next_run = small2
-    first = execute_run(ctx, small1)
+    first = execute_run(ctx, small1, next_run=small2)
     assert first.status == "ok", first.reason
     assert not first.details["prepared"] and _sink_started(first) >= _began(first)
     assert ctx.prepared == small2.run_id and _alive(ctx, transfers.source_key(transfers.other_port(ctx.port)), "s1")
-    ctx.next_run = large1  # another receive buffer: not prepared
-    second = execute_run(ctx, small2)
+    second = execute_run(ctx, small2, next_run=large1)  # another receive buffer: not prepared
     assert second.status == "ok", second.reason
     assert second.details["prepared"] and _sink_started(second) < _began(second)
     t0 = datetime.fromisoformat(second.details["t0"]).timestamp()
@@ -154,14 +152,12 @@ def test_the_next_run_is_prepared_during_a_run_only_when_that_cannot_change_the_
     # Nothing of the LTE run (whose subflows close after its programs ended) in this WiFi one.
     assert second.pairs[0]["bytes_lte"] == 0 and second.pairs[0]["bytes_wifi"] >= 2_000_000, second.pairs[0]
     assert ctx.prepared is None
-    ctx.next_run = large2
-    third = execute_run(ctx, large1)
+    third = execute_run(ctx, large1, next_run=large2)
     assert third.status == "ok" and not third.details["prepared"], third.reason
     assert ctx.prepared == large2.run_id
-    retry = execute_run(ctx, large1)  # not the prepared run: what waits is replaced
+    retry = execute_run(ctx, large1, next_run=large2)  # not the prepared run: what waits is replaced
     assert retry.status == "ok" and not retry.details["prepared"], retry.reason
-    ctx.next_run = None  # a block's last run
-    last = execute_run(ctx, large2)
+    last = execute_run(ctx, large2)  # a block's last run
     assert last.status == "ok" and last.details["prepared"], last.reason  # the retry prepared it again
     assert ctx.prepared is None
     for port in transfers.PORTS:

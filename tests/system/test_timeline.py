@@ -15,24 +15,28 @@ from contextlib import contextmanager
 import pytest
 
 from rig.rigs.backends import configure_setup
-from rig.model.campaign import Limits, parse_campaign
+from rig.model.campaign import Campaign, Limits, parse_campaign
 from rig.campaign.plan import expand
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
 from rig.agents.client import AgentPool
-from rig.run.execute import execute_run
+from rig.run.execute import RunSettings, execute_run
 from rig.agents.netns import NetnsTransport
 
 
 @contextmanager
-def one_pair_rig(prefix: str, setup: str = "II"):
+def one_pair_rig(prefix: str, setup: str = "II", campaign: Campaign | None = None):
+    """A one-pair rig; `campaign`: the one whose events, loss-aware and TCP settings its runs take."""
     rig = EmulatedRig(prefix)
     settings = BlockSettings(setup, "n5", "band7-10mhz", 1, {})
     rig.up(settings)
     agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
     try:
         # lag is not what these tests look at: a loaded CI host must not make them retry
-        yield configure_setup(rig, agents, settings, Limits(run_timeout_s=60, max_lag_p99_ms=500))
+        limits = Limits(run_timeout_s=60, max_lag_p99_ms=500)
+        run_settings = (RunSettings(limits) if campaign is None else
+                        RunSettings(limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp))
+        yield configure_setup(rig, agents, settings, run_settings)
     finally:
         agents.close()
         rig.down()
@@ -69,8 +73,7 @@ events:
 """
     campaign = parse_campaign(text, "cut.yaml")
     run = expand(campaign).runs[0]
-    with one_pair_rig(rig_prefix) as ctx:
-        ctx.events = campaign.events
+    with one_pair_rig(rig_prefix, campaign=campaign) as ctx:
         record = execute_run(ctx, run)
         links = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "-br", "link", "show", "lte0"],
                                capture_output=True, text=True).stdout
@@ -128,8 +131,7 @@ def test_a_fixed_initial_ssthresh_reaches_every_subflow_of_the_senders(emulator,
     congestion.ensure_registered(["lia"])
     text = "name: ss\nsetups: [II]\npairs: 1\nfactors: {cc: [lia], volume: [2MB]}\ntcp: {initial_ssthresh: 23}\n"
     campaign = parse_campaign(text, "ss.yaml")
-    with one_pair_rig(rig_prefix) as ctx:
-        ctx.tcp = campaign.tcp
+    with one_pair_rig(rig_prefix, campaign=campaign) as ctx:
         record = execute_run(ctx, expand(campaign).runs[0])
     assert record.status != "failed", record.reason
     rows = record.timeseries["transfer_subflows"].to_pylist()
@@ -151,8 +153,7 @@ events:
 loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow start's overshoot
 """
     campaign = parse_campaign(text, "la.yaml")
-    with one_pair_rig(rig_prefix) as ctx:
-        ctx.events, ctx.loss_aware = campaign.events, campaign.loss_aware
+    with one_pair_rig(rig_prefix, campaign=campaign) as ctx:
         record = execute_run(ctx, expand(campaign).runs[0])
         endpoints = subprocess.run(["ip", "netns", "exec", f"{rig_prefix}-s1", "ip", "mptcp", "endpoint", "show"],
                                    capture_output=True, text=True).stdout

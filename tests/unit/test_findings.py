@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from fixtures.cli import REPO
-from fixtures.findings_campaign import run, write_findings_campaign
+from rig.findings.synthetic import run, write_findings_campaign
 from fixtures.study_campaign import write_study_campaign
 from rig.core.errors import InputError
 from rig.findings.data import CampaignData
