@@ -13,7 +13,7 @@ import sys
 import time
 from pathlib import Path
 
-import rig_transfer
+from rig_node import transfer_source
 from fixtures.node_agent import TRANSFER
 from rig_node.sampling import listening
 
@@ -38,17 +38,17 @@ def _policies(pid: int) -> dict[int, int]:
 
 def test_inside_the_block_the_thread_is_real_time_where_permitted_and_as_before_after_it():
     before = os.sched_getscheduler(0), os.sched_getparam(0)
-    with rig_transfer._start_priority(True):
+    with transfer_source._start_priority(True):
         inside = os.sched_getscheduler(0), os.sched_getparam(0).sched_priority
-    assert inside in {(os.SCHED_FIFO, rig_transfer.START_PRIORITY), (before[0], before[1].sched_priority)}
+    assert inside in {(os.SCHED_FIFO, transfer_source.START_PRIORITY), (before[0], before[1].sched_priority)}
     assert (os.sched_getscheduler(0), os.sched_getparam(0)) == before
     try:
-        with rig_transfer._start_priority(True):
+        with transfer_source._start_priority(True):
             raise ConnectionRefusedError
     except ConnectionRefusedError:
         pass
     assert (os.sched_getscheduler(0), os.sched_getparam(0)) == before
-    with rig_transfer._start_priority(False):
+    with transfer_source._start_priority(False):
         assert (os.sched_getscheduler(0), os.sched_getparam(0)) == before
 
 

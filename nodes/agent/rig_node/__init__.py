@@ -9,7 +9,8 @@ programs   the traffic programs a request may start, and the processes started
 forked     the rig's transfer run in a fork of the agent (no new interpreter per program)
 sampling   interface counters and TCP sockets sampled during a run, kernel counters
 facts      what the node's kernel can run (congestion controls, MPTCP, BPF)
-mptcp_info a connected MPTCP (or TCP) socket's subflows: tcp_info and addresses (rig_transfer.py)
+mptcp_info MPTCP sockets: a new one, and a connected one's subflows (tcp_info and addresses)
+transfer_sink, transfer_source  the rig transfer's two sides (rig_transfer.py is their command line)
 pm_events  the kernel MPTCP path manager's events in this namespace: subflows made and closed
 pathpolicy the loss-aware path policy: backup/restore decisions and their MPTCP endpoints
 timeline   a run's events as the node acts them out: interfaces down/up, impairments, endpoints renewed

@@ -1,6 +1,7 @@
-"""A connected socket's subflows as its own kernel sees them: for an MPTCP socket each subflow's
-struct tcp_info (getsockopt SOL_MPTCP/MPTCP_TCPINFO) and addresses (MPTCP_SUBFLOW_ADDRS); for a
-plain TCP socket (or any socket, with `mptcp=False`) its TCP_INFO as the one "subflow".
+"""MPTCP sockets: a new one (stream_socket), and a connected socket's subflows as its own kernel
+sees them: for an MPTCP socket each subflow's struct tcp_info (getsockopt SOL_MPTCP/MPTCP_TCPINFO)
+and addresses (MPTCP_SUBFLOW_ADDRS); for a plain TCP socket (or any socket, with `mptcp=False`)
+its TCP_INFO as the one "subflow".
 
 Both MPTCP options take a struct mptcp_subflow_data header that the caller fills in (its own
 size and the size of one element it wants), so they need a getsockopt whose buffer goes *in* as
@@ -18,6 +19,7 @@ import socket
 import struct
 from dataclasses import dataclass
 
+IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 SOL_MPTCP = 284
 MPTCP_TCPINFO = 2
 MPTCP_SUBFLOW_ADDRS = 3
@@ -146,3 +148,8 @@ def subflows(sock: socket.socket, mptcp: bool = True, names: tuple[str, str] | N
             if e.errno not in (errno.EOPNOTSUPP, errno.ENOPROTOOPT):
                 raise
     return [tcp_subflow(sock, names)]
+
+
+def stream_socket(tcp: bool = False) -> socket.socket:
+    """A new MPTCP stream socket (tcp: a plain TCP one)."""
+    return socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP if tcp else IPPROTO_MPTCP)
