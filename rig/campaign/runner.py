@@ -11,6 +11,7 @@ what cannot be restored stops the campaign resumably (docs/campaigns.md).
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import time
@@ -140,87 +141,91 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
     """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends); `plan`: the file's,
     when the caller has expanded it already."""
     campaign, plan, store, note = prepare(file, out, resume, backend, plan)
+    resume_hint = f"rig campaign run {file} --out {out} --resume"
+    with _disk_full_named(store.root, resume_hint):
+        discarded = store.discard_partial()
+        finished = store.finished_ids()
+        todo = [r for r in plan.runs if r.run_id not in finished]
+        progress = progress or Progress(len(plan.runs), done=len(finished))
+        progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else ""))
+        progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
+
+        t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
+        spreads: list[float] = []
+        recorder = _Recorder(store, _sink())
+        if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
+            store.write_runs_table()
+        run_settings = RunSettings(campaign.limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp)
+        try:
+            with _SignalGuard():
+                ctx: RunContext | None = None
+                block_key = None
+                fault: str | None = None  # why the last run failed with a lost component, until restored
+                faults_in_a_row = 0
+                for i, run in enumerate(todo):
+                    lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
+                    if run.radio_key != block_key or lost or fault:
+                        settings = block_settings(campaign, run)
+                        if ctx is None:  # bringing the rig up: a failure here is reported at once
+                            progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                            ctx = backend.block(settings, run_settings)
+                        else:
+                            why = f"{', '.join(lost)} lost" if lost else fault
+                            progress.note(f"restoring the rig ({why})" if why
+                                          else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
+                            # A new context: its T0 lead is learnt anew (the block's first release
+                            # round runs beside radio emulators just started).
+                            ctx = _restore(backend, settings, run_settings, progress, resume_hint, restoring=bool(why))
+                        block_key, fault = run.radio_key, None
+                    assert ctx is not None
+                    following = todo[i + 1] if i + 1 < len(todo) else None
+                    next_run = following if following is not None and following.radio_key == run.radio_key else None
+                    started, t_run = utc_now(), time.monotonic()
+                    try:
+                        record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
+                                                     recorder.flush_after)
+                        faults_in_a_row = 0
+                    except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
+                        if isinstance(e, OSError) and e.errno in DISK_FULL:
+                            raise  # the results' disk, not the rig: nothing to restore
+                        fault, faults_in_a_row = str(e), faults_in_a_row + 1
+                        record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
+                        progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)
+                    recorder.hold(record)  # written during the next run's transfer (or at the end)
+                    counts[record.status] += 1
+                    transfer += (record.details.get("transfer_s") or 0.0) + retried_s
+                    retried += record.details["lag_retries"]
+                    if record.details.get("start_spread_ms") is not None:
+                        spreads.append(record.details["start_spread_ms"])
+                    if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
+                        raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
+                                       f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
+                    if record.status == "failed" and fault is None:
+                        ctx.assume_nothing()
+        finally:
+            with ThreadPoolExecutor(max_workers=1) as pool:
+                closed = pool.submit(backend.close)  # the rig comes down while the last run is stored
+                try:
+                    recorder.flush()
+                    if store.rows():  # every recorded run, also when the campaign stops early
+                        store.write_runs_table()
+                finally:
+                    closed.result()
+        return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads,
+                              retried)
+
+
+@contextlib.contextmanager
+def _disk_full_named(root: Path, resume_hint: str):
+    """A write that finds the results' disk full: one line naming the campaign directory. Runs
+    are written whole, so every one recorded before is kept and the one being written is not."""
     try:
-        return _run(file, out, backend, resume, progress, campaign, plan, store, note)
+        yield
     except OSError as e:
         if e.errno not in DISK_FULL:
             raise
-        # Runs are written whole: every one recorded before is kept, the one being written is not.
-        raise RigError(f"{store.root}: {os.strerror(e.errno)}; the runs recorded so far are kept: free space, then "
-                       f"rig campaign run {file} --out {out} --resume") from None
-
-
-def _run(file: Path, out: Path, backend: Backend, resume: bool, progress: Progress | None, campaign: Campaign,
-         plan: Plan, store: CampaignStore, note: str) -> CampaignResult:
-    discarded = store.discard_partial()
-    finished = store.finished_ids()
-    todo = [r for r in plan.runs if r.run_id not in finished]
-    progress = progress or Progress(len(plan.runs), done=len(finished))
-    progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else ""))
-    progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
-
-    t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
-    spreads: list[float] = []
-    recorder = _Recorder(store, _sink())
-    resume_hint = f"rig campaign run {file} --out {out} --resume"
-    if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
-        store.write_runs_table()
-    run_settings = RunSettings(campaign.limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp)
-    try:
-        with _SignalGuard():
-            ctx: RunContext | None = None
-            block_key = None
-            fault: str | None = None  # why the last run failed with a lost component, until restored
-            faults_in_a_row = 0
-            for i, run in enumerate(todo):
-                lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
-                if run.radio_key != block_key or lost or fault:
-                    settings = block_settings(campaign, run)
-                    if ctx is None:  # bringing the rig up: a failure here is reported at once
-                        progress.note(f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
-                        ctx = backend.block(settings, run_settings)
-                    else:
-                        why = f"{', '.join(lost)} lost" if lost else fault
-                        progress.note(f"restoring the rig ({why})" if why else f"configuring Setup {run.setup}, WiFi {run.wifi_standard}")
-                        # A new context: its T0 lead is learnt anew (the block's first release
-                        # round runs beside radio emulators just started).
-                        ctx = _restore(backend, settings, run_settings, progress, resume_hint, restoring=bool(why))
-                    block_key, fault = run.radio_key, None
-                assert ctx is not None
-                following = todo[i + 1] if i + 1 < len(todo) else None
-                next_run = following if following is not None and following.radio_key == run.radio_key else None
-                started, t_run = utc_now(), time.monotonic()
-                try:
-                    record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
-                                                 recorder.flush_after)
-                    faults_in_a_row = 0
-                except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
-                    if isinstance(e, OSError) and e.errno in DISK_FULL:
-                        raise  # the results' disk, not the rig: nothing to restore
-                    fault, faults_in_a_row = str(e), faults_in_a_row + 1
-                    record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
-                    progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)
-                recorder.hold(record)  # written during the next run's transfer (or at the end)
-                counts[record.status] += 1
-                transfer += (record.details.get("transfer_s") or 0.0) + retried_s
-                retried += record.details["lag_retries"]
-                if record.details.get("start_spread_ms") is not None:
-                    spreads.append(record.details["start_spread_ms"])
-                if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
-                    raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
-                                   f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
-                if record.status == "failed" and fault is None:
-                    ctx.assume_nothing()
-    finally:
-        with ThreadPoolExecutor(max_workers=1) as pool:
-            closed = pool.submit(backend.close)  # the rig comes down while the last run is stored
-            try:
-                recorder.flush()
-                if store.rows():  # every recorded run, also when the campaign stops early
-                    store.write_runs_table()
-            finally:
-                closed.result()
-    return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads, retried)
+        raise RigError(f"{root}: {os.strerror(e.errno)}; the runs recorded so far are kept: free space, then "
+                       f"{resume_hint}") from None
 
 
 def _restore(backend: Backend, settings: BlockSettings, run_settings: RunSettings, progress: Progress, resume_hint: str,

@@ -303,8 +303,8 @@ def _event_summary(rows: list[dict]) -> dict | None:
             "max_lateness_ms": max(late) if late else None}
 
 
-def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, samples: list, mib_before: dict,
-             mib_after: dict) -> dict:
+def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joins.PairSubflows, samples: list,
+             mib_before: dict, mib_after: dict) -> dict:
     """One pair's row of the run (runs.parquet): its transfer's times and bytes, what left each of
     the sender's interfaces, what was sent more than once, and how its subflows were made."""
     sink = report["sink"]
@@ -332,7 +332,7 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, samples: list
         "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
         "bytes_wifi": tx_delta(samples, p.sender_wifi.ifname),
         "bytes_lte": tx_delta(samples, p.sender_lte.ifname),
-        **joins.pair_summary(report["source"], p, homing_paths(run.homing)),
+        **subflows.summary(homing_paths(run.homing)),
         # The sender's MIB counters the runs table has columns for (rig.store.columns): what crossed
         # the interfaces more than once (segments retransmitted, MPTCP reinjections) and the path
         # manager at work (joins sent and answered, addresses announced to it).
@@ -340,14 +340,13 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, samples: list
     }
 
 
-def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, reports: dict, event_rows: list, lags: dict,
-                t0: float, t_end: float) -> dict[str, pa.Table]:
+def _timeseries(ctx: RunContext, run: Run, samples: dict, subflows: list, reports: dict, paths: dict, event_rows: list,
+                lags: dict, t0: float, t_end: float) -> dict[str, pa.Table]:
     """The run's time series tables, each only when the run has its data."""
     topo = ctx.topo
     timeseries = {"interfaces": interface_table(samples, topo), "received": received_table(reports, topo),
                   "transfer_subflows": transfer_subflow_table(reports, topo),
-                  "subflow_life": joins.table([row for p in topo.pairs
-                                               for row in joins.life_rows(reports[p.sender]["source"], p.sender, p)])}
+                  "subflow_life": joins.table([row for p in topo.pairs for row in paths[p.sender].rows()])}
     if subflows:
         timeseries["subflows"] = subflow_table(subflows)
     if event_rows:
@@ -398,22 +397,23 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     sources = {s: ended[s] for s in senders}
     sinks = {s: ended[by_sender[s].receiver] for s in senders}
     ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
-    reports, pairs, done = {}, [], {}
+    reports, pairs, done, paths = {}, [], {}, {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        pairs.append(pair_row(run, by_sender[s], done[s], reports[s], nodes.samples[s], mib_before[s],
+        paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s])
+        pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_before[s],
                               nodes.mib_after[s]))
     marks.append(("collect", time.monotonic()))
 
     needed = homing_paths(run.homing)
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
-                        join_problems={s: joins.join_problem(reports[s]["source"], by_sender[s], needed, ctx.limits,
-                                                             nodes.mib_after[s].get("TcpExtTCPSynRetrans", 0)
-                                                             - mib_before[s].get("TcpExtTCPSynRetrans", 0))
+                        join_problems={s: paths[s].problem(needed, ctx.limits,
+                                                           nodes.mib_after[s].get("TcpExtTCPSynRetrans", 0)
+                                                           - mib_before[s].get("TcpExtTCPSynRetrans", 0))
                                        for s in senders})
     details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
-    timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, event_rows, lags, t0, t_end)
+    timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, paths, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, transfers=reports, timeseries=timeseries,

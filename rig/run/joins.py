@@ -68,18 +68,6 @@ def connection_subflows(conn: dict, paths: dict[str, str]) -> list[dict]:
     return sorted(rows.values(), key=lambda r: (never if r["established_s"] is None else r["established_s"], r["local"]))
 
 
-def pair_paths(pair: Pair) -> dict[str, str]:
-    """The sender's local addresses -> their path."""
-    return {str(i.address): i.path for i in (pair.sender_wifi, pair.sender_lte)}
-
-
-def life_rows(source: dict, host: str, pair: Pair) -> list[dict]:
-    """A sender's report => the rows of every connection's subflows (the run's subflow_life)."""
-    paths = pair_paths(pair)
-    return [{"time": conn["started_at"], "host": host, "pair": pair.index, "connection": n, **r}
-            for n, conn in enumerate(source.get("connections") or []) for r in connection_subflows(conn, paths)]
-
-
 SYN_TIMEOUT_S = 1.0  # TCP's initial retransmission timeout (RFC 6298), doubling with each try
 SYN_TRIES_ALLOWED = 3  # beyond 1 + 2 + 4 s a path that does not join is not waiting for a lost SYN
 
@@ -109,47 +97,57 @@ def path_join_s(subflows: list[dict], path: str) -> float | None:
     return round(max(0.0, min(times) - created), 6)
 
 
-def join_problem(source: dict, pair: Pair, needed: tuple[str, ...], limits: Limits, syn_retransmits: int = 0) -> str | None:
-    """Why a connection of the pair did not have every one of the `needed` paths in time, or None.
-    syn_retransmits: the SYNs the sender retransmitted during the run (MIB TcpExtTCPSynRetrans)."""
-    if source.get("events_error"):
-        return f"its subflows cannot be checked ({source['events_error']})"
-    paths = pair_paths(pair)
-    for n, conn in enumerate(source.get("connections") or []):
-        if conn.get("started_at") is None or "events" not in conn:
-            continue  # it never connected: the transfer's error says so
-        subflows = connection_subflows(conn, paths)
-        created = _created_s(subflows)
-        if created is None:
-            continue  # not an MPTCP connection: the judge's fallback checks say so
-        for path in needed:
-            after = path_join_s(subflows, path)
-            name = "LTE" if path == "lte" else "WiFi" if path == "wifi" else path
-            if after is None:
-                return f"connection {n}: its {name} subflow was never established"
-            bound = join_bound_s(conn, created + after, limits, syn_retransmits)
-            if after > bound:
-                return (f"connection {n}: its {name} subflow was established {after:.2f} s after the connection "
-                        f"(bound {bound:.2f} s)")
-    return None
+def _path_name(path: str) -> str:
+    return {"lte": "LTE", "wifi": "WiFi"}.get(path, path)
 
 
-def pair_summary(source: dict, pair: Pair, needed: tuple[str, ...]) -> dict:
-    """runs.parquet's subflow columns of a pair: `subflows`, the fewest subflows established on
-    any of its connections; `join_s`, the longest any of its connections took from its
-    establishment until it had a subflow on each needed path (dual-homed runs; None when one
-    never had them, or single-homed)."""
-    paths = pair_paths(pair)
-    counts, joins = [], []
-    for conn in source.get("connections") or []:
-        if "events" not in conn:
-            continue
-        subflows = connection_subflows(conn, paths)
-        counts.append(sum(1 for r in subflows if r["established_s"] is not None))
-        after = [path_join_s(subflows, p) for p in needed]
-        joins.append(None if None in after else max(after))
-    return {"subflows": min(counts, default=None),
-            "join_s": max(joins) if len(needed) > 1 and joins and None not in joins else None}
+class PairSubflows:
+    """A sender's report read once: each connection with its subflows (connection_subflows), for
+    the run's subflow_life rows, the judge's join check and the runs table's columns."""
+
+    def __init__(self, source: dict, pair: Pair):
+        self.pair, self.events_error = pair, source.get("events_error")
+        paths = {str(i.address): i.path for i in (pair.sender_wifi, pair.sender_lte)}
+        # (index, report, subflows) of each connection
+        self.connections = [(n, conn, connection_subflows(conn, paths))
+                            for n, conn in enumerate(source.get("connections") or [])]
+        # those whose path manager events the source could read: the ones joins are judged on
+        self.evented = [c for c in self.connections if "events" in c[1]]
+
+    def rows(self) -> list[dict]:
+        """The run's subflow_life rows of this pair."""
+        return [{"time": conn["started_at"], "host": self.pair.sender, "pair": self.pair.index, "connection": n, **r}
+                for n, conn, subflows in self.connections for r in subflows]
+
+    def problem(self, needed: tuple[str, ...], limits: Limits, syn_retransmits: int = 0) -> str | None:
+        """Why a connection did not have every one of the `needed` paths in time, or None.
+        syn_retransmits: the SYNs the sender retransmitted during the run (MIB TcpExtTCPSynRetrans)."""
+        if self.events_error:
+            return f"its subflows cannot be checked ({self.events_error})"
+        for n, conn, subflows in self.evented:
+            created = _created_s(subflows)
+            if conn.get("started_at") is None or created is None:
+                continue  # it never connected, or not as MPTCP: the transfer's error or the fallback checks say so
+            for path in needed:
+                after = path_join_s(subflows, path)
+                if after is None:
+                    return f"connection {n}: its {_path_name(path)} subflow was never established"
+                bound = join_bound_s(conn, created + after, limits, syn_retransmits)
+                if after > bound:
+                    return (f"connection {n}: its {_path_name(path)} subflow was established {after:.2f} s after the "
+                            f"connection (bound {bound:.2f} s)")
+        return None
+
+    def summary(self, needed: tuple[str, ...]) -> dict:
+        """runs.parquet's subflow columns of the pair: `subflows`, the fewest subflows established
+        on any of its connections; `join_s`, the longest any of its connections took from its
+        establishment until it had a subflow on each needed path (dual-homed runs; None when one
+        never had them, or single-homed)."""
+        counts = [sum(1 for r in subflows if r["established_s"] is not None) for _, _, subflows in self.evented]
+        joins = [[path_join_s(subflows, p) for p in needed] for _, _, subflows in self.evented]
+        joined = [None if None in after else max(after) for after in joins]
+        return {"subflows": min(counts, default=None),
+                "join_s": max(joined) if len(needed) > 1 and joined and None not in joined else None}
 
 
 def table(rows: list[dict]) -> pa.Table:

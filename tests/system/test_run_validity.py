@@ -236,7 +236,7 @@ def _established(t: float, local: str, remote: str, first: bool = False) -> dict
 
 
 def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
-    from rig.run.joins import join_problem
+    from rig.run.joins import PairSubflows
     from rig.model.spec import Limits
     from rig.model.topology import topology
 
@@ -248,7 +248,7 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     limits = Limits()
 
     def problem(events, samples=(sample,), syn_retransmits=0):
-        return join_problem(_report(events, list(samples)), pair, ("wifi", "lte"), limits, syn_retransmits)
+        return PairSubflows(_report(events, list(samples)), pair).problem(("wifi", "lte"), limits, syn_retransmits)
 
     # the LTE subflow joined 0.19 s after the connection: ok, whether or not it carried data
     assert problem([wifi, _established(100.2, f"{l}:40001", b)]) is None
@@ -272,8 +272,8 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     late_start = _established(101.2, f"{w}:40000", a, first=True)
     assert problem([late_start, _established(101.4, f"{l}:40001", b)]) is None
     # without events the paths cannot be checked: not a valid run either
-    assert "cannot be checked" in join_problem({"events_error": "MPTCP events: [Errno 1] not permitted",
-                                                "connections": []}, pair, ("wifi", "lte"), limits)
+    assert "cannot be checked" in PairSubflows({"events_error": "MPTCP events: [Errno 1] not permitted",
+                                                "connections": []}, pair).problem(("wifi", "lte"), limits)
 
 
 def test_a_programs_traceback_is_one_line_in_the_reason():
