@@ -74,15 +74,21 @@ def listening(ns: str, port: int) -> bool:
     return bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
 
 
-def sink_and_source(netns: Namespaces, ns: dict, port: int, sink_args: list[str],
-                    source_args: list[str]) -> tuple[subprocess.Popen, subprocess.Popen]:
-    """A listening sink in the server namespace, then a source in the client's: (sink, source)
-    processes (the netns fixture stops them after the test if they still run)."""
-    sink = transfer(netns, ns["s"], "sink", "--port", str(port), "--connections", "1", "--timeout", "120", *sink_args)
+def listening_sink(netns: Namespaces, ns: dict, port: int, *sink_args: str) -> subprocess.Popen:
+    """A sink in the server namespace, once it listens (the netns fixture stops it after the test)."""
+    sink = transfer(netns, ns["s"], "sink", "--port", str(port), *sink_args)
     deadline = time.monotonic() + 10
     while not listening(ns["s"], port):
         assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
         time.sleep(0.05)
+    return sink
+
+
+def sink_and_source(netns: Namespaces, ns: dict, port: int, sink_args: list[str],
+                    source_args: list[str]) -> tuple[subprocess.Popen, subprocess.Popen]:
+    """A listening sink in the server namespace, then a source in the client's: (sink, source)
+    processes (the netns fixture stops them after the test if they still run)."""
+    sink = listening_sink(netns, ns, port, "--connections", "1", "--timeout", "120", *sink_args)
     return sink, transfer(netns, ns["c"], "source", "--target", S1, "--port", str(port), *source_args)
 
 
@@ -202,11 +208,7 @@ def test_an_mptcp_socket_keeps_the_path_managers_limits_in_force_when_it_was_cre
     once the node is dual-homed; one created after the switch does both."""
     ns = two_paths
     single_homed(ns["c"])
-    sink = transfer(netns, ns["s"], "sink", "--port", "5403", "--connections", "1", "--timeout", "60")
-    deadline = time.monotonic() + 10
-    while not listening(ns["s"], 5403):
-        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
-        time.sleep(0.05)
+    listening_sink(netns, ns, 5403, "--connections", "1", "--timeout", "60")
     create, wait = "s = socket.socket(socket.AF_INET, socket.SOCK_STREAM, 262)\n", "sys.stdin.readline()\n"
     script = ("import socket, sys, time\n" + (create + wait if socket_first else wait + create)
               + f"s.connect(('{S1}', 5403)); s.sendall(bytes(2 << 20)); time.sleep(1.0); s.close()\n")
@@ -225,11 +227,7 @@ def test_a_held_source_opens_every_subflow_of_the_settings_in_force_at_its_relea
     one's here; released after the switch to dual-homed, both paths carry data."""
     ns = two_paths
     single_homed(ns["c"])
-    sink = transfer(netns, ns["s"], "sink", "--port", "5404", "--connections", "2", "--timeout", "60")
-    deadline = time.monotonic() + 10
-    while not listening(ns["s"], 5404):
-        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
-        time.sleep(0.05)
+    sink = listening_sink(netns, ns, 5404, "--connections", "2", "--timeout", "60")
     source = netns.start([sys.executable, "-I", str(TRANSFER), "source", "--target", S1, "--bind", C1, "--port", "5404",
                           "--connections", "2", "--bytes", str(4 * MB), "--sample-ms", "50", "--hold"], ns["c"],
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)

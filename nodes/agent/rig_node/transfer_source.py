@@ -33,7 +33,9 @@ class Connection:
         self.names: tuple[str, str] | None = None  # (local, remote): a TCP socket has none once closed
         self.lock = threading.Lock()
         self.rows: list[list] = []
-        self.ready = threading.Event()  # a held source: its socket was created after the release
+        # Its socket exists and its thread waits for the start (or it failed before): a held source's
+        # socket is made only once released, an unheld one's before the start.
+        self.ready = threading.Event()
         self.paths: frozenset[str] = frozenset()  # local addresses that must each have a subflow
         self.join_wait_s = 0.0
         self.events: pm_events.Listener | None = None
@@ -194,21 +196,14 @@ def _read_release() -> float | None:
         return None
 
 
-def _connection(prepared: threading.Event, *args) -> None:
-    """A connection's thread: _send, and `prepared` set also when it failed before its wait."""
-    try:
-        _send(prepared, *args)
-    finally:
-        prepared.set()
-
-
-def _send(prepared: threading.Event, target: str, port: int, bind: str | None, cc: str | None, volume: int | None,
+def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int | None,
           seconds: float | None, start: Start, conn: Connection, result: dict) -> None:
+    """A connection's thread."""
     s = None
     try:
         if not start.held:
             s = _new_socket(conn.tcp, cc)
-        prepared.set()
+            conn.ready.set()
         start.known.wait()
         at = start.at
         if start.held:
@@ -283,20 +278,17 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     results: list[dict] = [{} for _ in range(connections)]
     _exact_timers()  # inherited by the threads below
     start = Start(at, hold)
-    prepared = [threading.Event() for _ in range(connections)]
-    threads = [threading.Thread(target=_connection, daemon=True,
-                                args=(prepared[i], target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
+    threads = [threading.Thread(target=_send, daemon=True,
+                                args=(target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
                for i in range(connections)]
     sampler = None
     try:
         for t in threads:  # each prepares its socket, then sleeps until the start
             t.start()
-        for p in prepared:
-            p.wait()
         if hold:
             start.release(_read_release())
-            for c in conns:
-                c.ready.wait()
+        for c in conns:
+            c.ready.wait()
         started = time.time() if start.at is None else start.at
         # Started before T0, its first round a period after it: nothing of it runs at the start.
         sampler = Sampler(conns, sample_s, started, policy, endpoints)
