@@ -114,7 +114,8 @@ class _LastError:
 
 
 def run_with_deadline(argv: list[str], timeout_s: float) -> tuple[int, str | None]:
-    """Run argv in its own process group; stop the whole group at the deadline or on our own stop.
+    """Run argv in its own process group; stop the whole group at the deadline or on our own stop
+    (SIGTERM first: the runner records its run and tears the emulated rig down).
     Returns its exit status and its last error line."""
     proc = subprocess.Popen(argv, start_new_session=True, stderr=subprocess.PIPE)
     errors = _LastError(proc.stderr)
@@ -122,16 +123,11 @@ def run_with_deadline(argv: list[str], timeout_s: float) -> tuple[int, str | Non
         code = proc.wait(timeout=timeout_s)
         return code, errors.wait()
     except subprocess.TimeoutExpired:
-        _stop_group(proc, grace_s=min(60.0, max(1.0, timeout_s / 10)))
+        process.terminate([proc], min(60.0, max(1.0, timeout_s / 10)), group=True)
         raise RigError(f"campaign exceeded the maximum runtime of {timeout_s:.0f} s; stopped") from None
     except BaseException:  # Ctrl-C or SIGTERM from systemd: the runner must not outlive us
-        _stop_group(proc, grace_s=30.0)
+        process.terminate([proc], 30.0, group=True)
         raise
-
-
-def _stop_group(proc: subprocess.Popen, grace_s: float) -> None:
-    # SIGTERM first: the runner records its run and tears the emulated rig down.
-    process.terminate([proc], grace_s, group=True)
 
 
 def latest_campaign_dir(results: Path, campaign: str) -> Path:
