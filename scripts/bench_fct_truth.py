@@ -106,10 +106,10 @@ def syn_seq(path: Path) -> int:
 def one(agents: AgentPool, rig: EmulatedRig, volume: int, workdir: Path) -> dict:
     p = rig.topo.pairs[0]
     sender_cap, receiver_cap = workdir / "s.jsonl", workdir / "r.jsonl"
-    caps = [capture(rig.ns("s1"), p.sender_wifi.ifname, sender_cap), capture(rig.ns("r1"), p.receiver_a.ifname, receiver_cap)]
+    caps = [capture(rig.ns("s1"), p.radio("wifi").ifname, sender_cap), capture(rig.ns("r1"), p.receiver_a.ifname, receiver_cap)]
     # The sender knows its gateway's MAC: an ARP exchange before the SYN (a real part of a first
     # connection's time, but not of TCP's) is not what this compares.
-    subprocess.run(["ip", "netns", "exec", rig.ns("s1"), "ping", "-c1", "-W2", "-I", str(p.sender_wifi.address),
+    subprocess.run(["ip", "netns", "exec", rig.ns("s1"), "ping", "-c1", "-W2", "-I", str(p.radio("wifi").address),
                     str(p.receiver_a.address)], capture_output=True)
     time.sleep(0.3)  # the captures are listening
     try:
@@ -118,7 +118,7 @@ def one(agents: AgentPool, rig: EmulatedRig, volume: int, workdir: Path) -> dict
             time.sleep(0.01)
         agents["s1"].request("launch", key="source", program="transfer", args={
             "mode": "source", "port": PORT, "connections": 1, "target": str(p.receiver_a.address),
-            "bind": str(p.sender_wifi.address), "bytes": volume, "cc": "cubic", "at": time.time() + 0.2})
+            "bind": str(p.radio("wifi").address), "bytes": volume, "cc": "cubic", "at": time.time() + 0.2})
         src = json.loads(agents["s1"].request("wait", key="source", timeout=120)["stdout"])
         dst = json.loads(agents["r1"].request("wait", key="sink", timeout=30)["stdout"])
         time.sleep(0.2)

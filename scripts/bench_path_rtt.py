@@ -42,8 +42,8 @@ def measure(setup: str, imp: dict) -> list[tuple[str, float, float]]:
             ctx = configure_setup(rig, agents, settings, RunSettings(Limits()))
         delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in ctx.radios.hops}
         p, out = rig.topo.pairs[0], []
-        for path, hops, src, dst in (("wifi", ("wifi", "receiver_a"), p.sender_wifi, p.receiver_a),
-                                     ("lte", ("lte", "receiver_b"), p.sender_lte, p.receiver_b)):
+        for path, hops, src, dst in (("wifi", ("wifi", "receiver_a"), p.radio("wifi"), p.receiver_a),
+                                     ("lte", ("lte", "receiver_b"), p.radio("lte"), p.receiver_b)):
             want = sum(delay[(h, d)] for h in hops for d in ("up", "down"))
             out.append((path, want, min_rtt_ms(rig.ns("s1"), str(src.address), str(dst.address))))
         return out

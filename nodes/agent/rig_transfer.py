@@ -88,6 +88,11 @@ def _address(text: str) -> str:
     return text
 
 
+def _path(text: str) -> str:
+    """LOCAL (a subflow from that address) or LOCAL>REMOTE (from that address to that one)."""
+    return ">".join(_address(part) for part in text.split(">", 1))
+
+
 def _threshold(text: str) -> tuple[str, float]:
     address, sep, fraction = text.partition("=")
     try:
@@ -130,8 +135,8 @@ def parser() -> argparse.ArgumentParser:
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
-    s.add_argument("--paths", nargs="+", default=[], type=_address, metavar="ADDR",
-                   help="local addresses that must each have an established subflow on every connection")
+    s.add_argument("--paths", nargs="+", default=[], type=_path, metavar="ADDR[>REMOTE]",
+                   help="subflows every connection must have established: from a local address (to a remote one)")
     s.add_argument("--join-wait-s", type=float, default=5.0,
                    help="how long after its start a connection that sent everything waits for --paths")
     return p

@@ -13,7 +13,7 @@ from rig.model.spec import Run
 @dataclass(frozen=True)
 class BlockSettings:
     """What a block of runs shares, and a backend builds its radios and nodes from: the run's
-    setup and WiFi standard, the campaign's LTE profile, pairs, impairments and radio kind."""
+    setup and WiFi standard, the campaign's LTE profile, pairs, impairments, radio kind and paths."""
 
     setup: str
     wifi_standard: str
@@ -23,6 +23,8 @@ class BlockSettings:
     # links: per-path pipes + shared medium; simulated: ns-3 LTE cell and WiFi BSSs; models: the
     # rig's own per-frame 802.11 DCF media and TTI-scheduled LTE cell
     model: str = "links"
+    radios: tuple[str, ...] = ("wifi", "lte")  # the senders' radios (campaign paths.radios)
+    mode: str = "paired"  # how subflows are made (campaign paths.mode)
 
 
 def with_link_rate(impairments: dict[str, dict], rate_bps: float | None) -> dict[str, dict]:
@@ -37,4 +39,5 @@ def with_link_rate(impairments: dict[str, dict], rate_bps: float | None) -> dict
 
 def block_settings(campaign: Campaign, run: Run) -> BlockSettings:
     hops = with_link_rate({k: v.model_dump() for k, v in campaign.impairments.items()}, run.link_rate_bps)
-    return BlockSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, hops, campaign.radios)
+    return BlockSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, hops, campaign.radios,
+                         tuple(campaign.paths.radios), campaign.paths.mode)

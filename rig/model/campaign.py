@@ -18,7 +18,7 @@ from rig.model.traces import load_trace, trace_path
 from rig.core.errors import InputError
 from rig.model.inputfile import parse_model, read_input
 from rig.model.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
-from rig.model.topology import SETUPS, Setup
+from rig.model.topology import DEFAULT_RADIOS, RADIOS, SETUPS, Setup, check_paths, radio_kind
 from rig.core.units import parse_duration, parse_size
 
 Homing = Literal["dual", "lte", "wifi"]
@@ -53,7 +53,7 @@ class Factors(StrictModel):
     # must not be given.
     duration: list[float] = []
     # The path whose MPTCP endpoint carries the backup flag at a run's start (seed 003's standby mode).
-    backup: list[Literal["none", "wifi", "lte"]] = Field(default=["none"], min_length=1)
+    backup: list[Literal["none", "wifi", "lte", "lte2"]] = Field(default=["none"], min_length=1)
     # A node-side path policy: loss-aware sets a path to backup while its loss is above the
     # campaign's loss_aware threshold (seed 003's loss-aware switching).
     policy: list[Literal["none", "loss-aware"]] = Field(default=["none"], min_length=1)
@@ -137,6 +137,21 @@ class Factors(StrictModel):
 
 
 
+class Paths(StrictModel):
+    """The senders' radios (the address plan's sender sides, in this order) and how a connection's
+    subflows are made: paired (the i-th radio to the receiver's i-th side) or fullmesh (every
+    radio in use to every side)."""
+
+    radios: list[str] = Field(default=list(DEFAULT_RADIOS))
+    mode: Literal["paired", "fullmesh"] = "paired"
+
+    @field_validator("radios")
+    @classmethod
+    def _radios(cls, v: list[str]) -> list[str]:
+        check_paths(tuple(v), "fullmesh")  # the mode's own limits: check_radios
+        return v
+
+
 class Campaign(StrictModel):
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]{0,47}$")
     description: str = ""
@@ -153,10 +168,11 @@ class Campaign(StrictModel):
     radios: Literal["links", "simulated", "models"] = "models"
     # The hop each impairment acts on: the senders' WiFi (wifi) or LTE (lte) access link, or the
     # receivers' side A (receiver_a) or side B (receiver_b) access link.
-    impairments: dict[Literal["wifi", "lte", "receiver_a", "receiver_b"], Impairment] = {}
+    impairments: dict[Literal["wifi", "lte", "lte2", "receiver_a", "receiver_b"], Impairment] = {}
     links: None = None  # the old name: refused with a pointer to `impairments`
     events: list[Event] = []
     loss_aware: LossAware = LossAware()
+    paths: Paths = Paths()
     tcp: Tcp = Tcp()
     limits: Limits = Limits()
 
@@ -194,7 +210,38 @@ class Campaign(StrictModel):
 def parse_campaign(text: str, source: str) -> Campaign:
     campaign = parse_model(Campaign, text, source, "campaign")
     check_events(campaign, source)
+    check_radios(campaign, source)
     return campaign
+
+
+def check_radios(campaign: Campaign, source: str) -> None:
+    """Every path a campaign names is a radio its senders have: the homings' kinds, the backup
+    path, the events' and impairments' paths; a full mesh only on multi-homed runs."""
+    radios = campaign.paths.radios
+    try:
+        check_paths(tuple(radios), campaign.paths.mode)
+    except ValueError as e:
+        raise InputError(source, "paths.radios", str(e)) from None
+    for i, homing in enumerate(campaign.factors.homing):
+        used = [r for r in radios if homing == "dual" or radio_kind(r) == homing]
+        if not used:
+            raise InputError(source, f"factors.homing[{i}]", f"{homing}: the senders have no {homing} radio "
+                             f"(paths.radios: {', '.join(radios)})")
+        if campaign.paths.mode == "fullmesh" and len(used) < 2:
+            raise InputError(source, f"factors.homing[{i}]", f"{homing}: a full mesh (paths.mode) needs senders "
+                             f"with two radios in use, a {homing}-homed sender has one")
+    for i, backup in enumerate(campaign.factors.backup):
+        if backup != "none" and backup not in radios:
+            raise InputError(source, f"factors.backup[{i}]", f"{backup}: not one of the senders' radios "
+                             f"(paths.radios: {', '.join(radios)})")
+    for i, event in enumerate(campaign.events):
+        if event.path not in radios:
+            raise InputError(source, f"events[{i}].path", f"{event.path}: not one of the senders' radios "
+                             f"(paths.radios: {', '.join(radios)})")
+    for hop in campaign.impairments:
+        if hop in RADIOS and hop not in radios:
+            raise InputError(source, f"impairments.{hop}", f"not one of the senders' radios "
+                             f"(paths.radios: {', '.join(radios)})")
 
 
 def check_events(campaign: Campaign, source: str) -> None:

@@ -1,13 +1,20 @@
 """Each node's routing plan for a setup and a homing: what the node agent's `paths` request (and
 the lab's interface-up hook, from the file the node role stores) makes of a node.
 
-Senders pin each interface's table to their own receiver: the WiFi table reaches only the
-receiver's A address and the LTE table only its B address, each ending in `unreachable
-default`. On this kernel's in-kernel path manager that yields exactly two subflows per
-connection, WiFi -> A and LTE -> B (measured: without pinning the LTE endpoint also opens
-LTE -> A, and the announced B address is reached from the WiFi source). The main table routes
-B via LTE so the subflow to the announced address leaves on LTE. Receivers route each side's
-replies by its own table and announce the B address (`signal`).
+A sender's connections must make exactly the subflows of its pair's `subflows(homing, mode)`
+(rig/model/topology.py), and the in-kernel path manager is set up to make just those:
+- each radio in use has its own table, reaching only the receiver sides its subflows go to and
+  ending in `unreachable default`, so that no subflow can leave by another radio (measured:
+  without pinning, the LTE endpoint also opens LTE -> A, and the announced B address is reached
+  from the WiFi source);
+- paired: each radio's endpoint is `subflow`; the main table's default leaves by the first radio
+  in use (the initial subflow, to side A), and each other radio's side is routed via that radio,
+  so the subflow to the announced address leaves by its own radio;
+- fullmesh: each radio's endpoint is `subflow fullmesh`, which has the kernel open a subflow
+  from it to every address the receiver has (the initial one and the announced one);
+- the limits: as many subflows as the connection needs (one spare: see sender_plan), and one
+  announced address accepted.
+Receivers route each side's replies by its own table and announce the B address (`signal`).
 
 A plan is built with the node agent's own definition of it (nodes/agent/rig_node/plan.py: its
 fields, their checks and its JSON form), which the agent parses what it is sent with; how a plan
@@ -27,11 +34,6 @@ from rig_node.plan import Interface, Plan  # noqa: E402
 
 HOMINGS = ("dual", "wifi", "lte")
 
-
-def homing_paths(homing: str) -> tuple[str, ...]:
-    """The paths a sender's connections use under a homing: each must have a subflow."""
-    return ("wifi", "lte") if homing == "dual" else (homing,)
-
 # Sysctls every node gets. tcp_no_metrics_save: runs must not inherit cached ssthresh/RTT
 # from earlier runs (seed 001 does the same); blackhole_timeout 0: never disable MPTCP.
 NODE_SYSCTLS = {
@@ -50,29 +52,37 @@ NODE_SYSCTLS = {
 
 
 def _up(i: RadioInterface, routes: list[str], main_routes: list[str], endpoint: str, unreachable: bool,
-        backup: bool = False) -> Interface:
+        backup: bool = False, fullmesh: bool = False) -> Interface:
     return Interface(i.ifname, True, str(i.address), i.prefixlen, str(i.gateway) if i.gateway else None, i.table,
-                     tuple(routes), unreachable, tuple(main_routes), endpoint, backup)
+                     tuple(routes), unreachable, tuple(main_routes), endpoint, backup, fullmesh)
 
 
-def sender_plan(pair: Pair, homing: str, backup: str = "none") -> Plan:
-    """backup: the path (wifi or lte) whose subflows are MPTCP backup subflows (dual homing only)."""
-    w, l = pair.sender_wifi, pair.sender_lte
-    a, b = f"{pair.receiver_a.address}/32", f"{pair.receiver_b.address}/32"
-    if homing == "dual":
-        ifaces = (_up(w, [a], ["default"], "subflow", True, backup == "wifi"),
-                  _up(l, [b], [b], "subflow", True, backup == "lte"))
-        return Plan(ifaces, subflows=2, add_addr_accepted=1, sysctls=NODE_SYSCTLS)
-    # single-homed: the same MPTCP socket with one subflow, announced addresses ignored
-    used, unused, target = (w, l, a) if homing == "wifi" else (l, w, b)
-    ifaces = (_up(used, [target], ["default"], "none", True), Interface(unused.ifname, False, table=unused.table))
-    return Plan(ifaces, subflows=0, add_addr_accepted=0, sysctls=NODE_SYSCTLS)
+def sender_plan(pair: Pair, homing: str, backup: str = "none", mode: str = "paired") -> Plan:
+    """backup: the radio (wifi, lte, lte2) whose subflows are MPTCP backup subflows (multi-homed only)."""
+    subflows = pair.subflows(homing, mode)
+    used = pair.used(homing)
+    ifaces = []
+    for n, r in enumerate(used):
+        mine = [f"{s.remote.address}/32" for s in subflows if s.local == r]
+        if len(used) == 1:  # single-homed: the same MPTCP socket with one subflow, announced addresses ignored
+            ifaces.append(_up(r, mine, ["default"], "none", True))
+            continue
+        main = ["default"] if n == 0 else ([] if mode == "fullmesh" else mine)
+        ifaces.append(_up(r, mine, main, "subflow", True, backup == r.role, mode == "fullmesh"))
+    ifaces += [Interface(r.ifname, False, table=r.table) for r in pair.radios if r not in used]
+    # One subflow more than it needs beyond the first: in paired mode a radio's endpoint also tries
+    # the initial address, which its table does not reach, and the kernel counts that try.
+    multi = len(subflows) > 1
+    return Plan(tuple(ifaces), subflows=len(subflows) if multi else 0,
+                add_addr_accepted=len(pair.sides) - 1 if multi else 0, sysctls=NODE_SYSCTLS)
 
 
-def receiver_plan(pair: Pair) -> Plan:
+def receiver_plan(pair: Pair, mode: str = "paired") -> Plan:
+    """The receiver accepts as many joins as its sender's connections make at most (measured: a
+    limit of 2 had a full mesh's fourth subflow closed by the receiver 30 ms after its join)."""
     a, b = pair.receiver_a, pair.receiver_b
     return Plan((_up(a, ["default"], ["default"], "none", False), _up(b, ["default"], [], "signal", False)),
-                subflows=2, add_addr_accepted=0, sysctls=NODE_SYSCTLS)
+                subflows=max(2, len(pair.subflows("dual", mode))), add_addr_accepted=0, sysctls=NODE_SYSCTLS)
 
 
 def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "none",
@@ -82,7 +92,7 @@ def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "no
     no_metrics_save False lets connections start from the kernel's cached metrics of earlier ones."""
     for p in topo.pairs:
         if host in (p.sender, p.receiver):
-            plan = sender_plan(p, homing, backup) if host == p.sender else receiver_plan(p)
+            plan = sender_plan(p, homing, backup, topo.mode) if host == p.sender else receiver_plan(p, topo.mode)
             if not no_metrics_save:
                 plan = replace(plan, sysctls={**plan.sysctls, "net.ipv4.tcp_no_metrics_save": "0"})
             return plan.to_json()

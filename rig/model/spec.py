@@ -11,7 +11,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Path_ = Literal["wifi", "lte"]  # a sender's two paths: its WiFi and its LTE interface
+Path_ = Literal["wifi", "lte", "lte2"]  # a sender's radio (the address plan's sender sides): the path through it
 
 
 class StrictModel(BaseModel):

@@ -152,7 +152,8 @@ class LabBackend:
 
         check_for_lab(campaign.events, source)
         # every needed host variable is there, for each setup
-        topos = [lab_topology(self.lab, setup, campaign.pairs) for setup in campaign.setups]
+        topos = [lab_topology(self.lab, setup, campaign.pairs, tuple(campaign.paths.radios), campaign.paths.mode)
+                 for setup in campaign.setups]
         several = len(campaign.setups) > 1 or len(campaign.factors.wifi_standard) > 1
         if several and not os.environ.get(RECONFIGURE_ENV):
             raise InputError(source, "setups", f"the lab is wired for one setup and one WiFi standard at a time: "
@@ -184,7 +185,7 @@ class LabBackend:
         if key != self.current:  # the first block too: the lab may be wired for something else
             self._reconfigure(settings)
         self.current = key
-        topo = lab_topology(self.lab, settings.setup, settings.pairs)
+        topo = lab_topology(self.lab, settings.setup, settings.pairs, settings.radios, settings.mode)
         if self.agents is None:
             self.state_dir.mkdir(parents=True, exist_ok=True)
             self.agents = AgentPool(lab_transport(self.lab, topo.nodes, self.state_dir), topo.nodes)

@@ -19,7 +19,7 @@ from ipaddress import IPv4Address
 from pathlib import Path
 
 from rig import congestion
-from rig.model.topology import B_SIDE, Pair, RadioInterface, Topology, station
+from rig.model.topology import B_SIDE, DEFAULT_RADIOS, SENDER_SIDES, Pair, RadioInterface, Topology, radio_kind, station
 from rig.core.errors import InputError, RigError
 from rig.agents.client import AgentPool
 from rig.agents.ssh import DEFAULT_AGENT, SshTransport
@@ -88,14 +88,25 @@ def check_hosts(lab: Lab) -> None:
         raise InputError(str(lab.inventory), "senders/receivers", "no sender and receiver share a pair number")
 
 
-def _lte(lab: Lab, host: str, ifname: str) -> RadioInterface:
-    gw = lab.var(host, "lte_gateway", None)
-    iface = station(host, ifname, "lte", "cell", address=_address(lab, host, "lte_ip"), gateway=False)
-    return iface if gw is None else replace(iface, gateway=_address(lab, host, "lte_gateway"))
+def _lte(lab: Lab, host: str, role: str = "lte") -> RadioInterface:
+    """A modem (role lte, or lte2: a node's second modem) at its `<role>_ip`, named `<role>_if`."""
+    role_attachment = SENDER_SIDES[role][1]
+    gw = lab.var(host, f"{role}_gateway", None)
+    iface = station(host, str(lab.var(host, f"{role}_if")), role, role_attachment,
+                    address=_address(lab, host, f"{role}_ip"), gateway=False)
+    return iface if gw is None else replace(iface, gateway=_address(lab, host, f"{role}_gateway"))
 
 
-def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
-    """The lab's first `pairs` sender/receiver pairs (by their `pair` variable), wired for `setup`."""
+def _radio(lab: Lab, host: str, role: str, host_id: int) -> RadioInterface:
+    if radio_kind(role) == "lte":
+        return _lte(lab, host, role)
+    return station(host, str(lab.var(host, f"{role}_if")), role, SENDER_SIDES[role][1], host_id=host_id)
+
+
+def lab_topology(lab: Lab, setup: str, pairs: int, radios: tuple[str, ...] = DEFAULT_RADIOS,
+                 mode: str = "paired") -> Topology:
+    """The lab's first `pairs` sender/receiver pairs (by their `pair` variable), wired for `setup`,
+    the senders with `radios` (a second modem, lte2: the host's lte2_if and lte2_ip)."""
     senders = {_pair_index(lab, h): h for h in lab.senders}
     receivers = {_pair_index(lab, h): h for h in lab.receivers}
     common = sorted(set(senders) & set(receivers))
@@ -106,16 +117,13 @@ def lab_topology(lab: Lab, setup: str, pairs: int) -> Topology:
     for index in common[:pairs]:
         s, r = senders[index], receivers[index]
         s_id, r_id = _whole(lab, s, "node_host_id"), _whole(lab, r, "node_host_id")
-        b = (_lte(lab, r, str(lab.var(r, "lte_if"))) if b_role == "lte"
+        b = (_lte(lab, r) if b_role == "lte"
              else station(r, str(lab.var(r, "wifi2_if")), b_role, b_attachment, host_id=r_id))
         out.append(Pair(
-            index=index, sender=s, receiver=r,
-            sender_wifi=station(s, str(lab.var(s, "wifi_if")), "wifi", "ap1", host_id=s_id),
-            sender_lte=_lte(lab, s, str(lab.var(s, "lte_if"))),
-            receiver_a=station(r, str(lab.var(r, "wifi_if")), "wifi", "ap2", host_id=r_id),
-            receiver_b=b,
+            index=index, sender=s, receiver=r, radios=tuple(_radio(lab, s, role, s_id) for role in radios),
+            sides=(station(r, str(lab.var(r, "wifi_if")), "wifi", "ap2", host_id=r_id), b),
         ))
-    return Topology(setup, tuple(out))  # type: ignore[arg-type]
+    return Topology(setup, tuple(out), mode)  # type: ignore[arg-type]
 
 
 RUNNER_KEY = Path("/etc/rig/ssh/runner_ed25519")  # the controller role's controller_runner_key

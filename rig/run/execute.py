@@ -15,7 +15,7 @@ import pyarrow as pa
 
 from rig.model.spec import Event, Limits, LossAware, Run, Tcp
 from rig.model.topology import Topology
-from rig.model.routing import homing_paths, node_plan, receive_buffer
+from rig.model.routing import node_plan, receive_buffer
 from rig.run import joins, timeline, transfers
 from rig.agents.client import AgentPool
 from rig.run.judge import Verdict, judge_run
@@ -118,11 +118,11 @@ def start_sink(ctx: RunContext, run: Run, agent, port: int, ahead_s: float = 0.0
 def source_launch(ctx: RunContext, run: Run, host: str, port: int) -> dict:
     """The request that starts a sender's source for the run, held until released with its T0."""
     p = next(p for p in ctx.topo.pairs if p.sender == host)
-    bind, target = ((p.sender_lte.address, p.receiver_b.address) if run.homing == "lte"
-                    else (p.sender_wifi.address, p.receiver_a.address))
-    local = {"wifi": str(p.sender_wifi.address), "lte": str(p.sender_lte.address)}
-    paths = [local[path] for path in homing_paths(run.homing)]
-    args = {**transfers.source_args(run, ctx.limits, str(bind), str(target), port, paths),
+    subflows = p.subflows(run.homing, ctx.topo.mode)
+    first = subflows[0]  # the initial subflow: the first radio in use to its side
+    args = {**transfers.source_args(run, ctx.limits, str(first.local.address), str(first.remote.address), port,
+                                    [transfers.subflow_path(s.local.address, s.remote.address, ctx.topo.mode)
+                                     for s in subflows]),
             **loss_aware_args(ctx, run, host)}
     return {"op": "launch", "key": transfers.source_key(port), "program": "transfer", "args": args, "at": None}
 
@@ -179,8 +179,8 @@ def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
     if run.policy != "loss-aware":
         return {}
     p = next(p for p in ctx.topo.pairs if p.sender == host)
-    addresses = {"wifi": str(p.sender_wifi.address), "lte": str(p.sender_lte.address)}
-    return {"loss_aware": {addresses[path]: pct / 100 for path, pct in ctx.settings.loss_aware.threshold_pct.items()},
+    return {"loss_aware": {str(p.radio(path).address): pct / 100
+                           for path, pct in ctx.settings.loss_aware.threshold_pct.items() if path in {r.role for r in p.radios}},
             "loss_window_s": ctx.settings.loss_aware.window_s}
 
 
@@ -330,9 +330,8 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joi
         "goodput_bps": goodput,
         "bytes_sent": t.bytes_sent,  # what the sender wrote
         "bytes_received": t.bytes_delivered,  # what the receiver read: == volume when complete
-        "bytes_wifi": tx_delta(samples, p.sender_wifi.ifname),
-        "bytes_lte": tx_delta(samples, p.sender_lte.ifname),
-        **subflows.summary(homing_paths(run.homing)),
+        **{f"bytes_{kind}": sum(tx_delta(samples, r.ifname) for r in p.radios if r.path == kind) for kind in ("wifi", "lte")},
+        **subflows.summary(),
         # The sender's MIB counters the runs table has columns for (rig.store.columns): what crossed
         # the interfaces more than once (segments retransmitted, MPTCP reinjections) and the path
         # manager at work (joins sent and answered, addresses announced to it).
@@ -400,15 +399,17 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     reports, pairs, done, paths = {}, [], {}, {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s])
+        paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s], by_sender[s].subflows(run.homing, topo.mode))
         pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_before[s],
                               nodes.mib_after[s]))
     marks.append(("collect", time.monotonic()))
 
-    needed = homing_paths(run.homing)
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
+                        crossed=topo.networks_crossed(run.homing),
+                        path_bytes={s: {r.role: tx_delta(nodes.samples[s], r.ifname) for r in by_sender[s].used(run.homing)}
+                                    for s in senders},
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
-                        join_problems={s: paths[s].problem(needed, ctx.limits,
+                        join_problems={s: paths[s].problem(ctx.limits,
                                                            nodes.mib_after[s].get("TcpExtTCPSynRetrans", 0)
                                                            - mib_before[s].get("TcpExtTCPSynRetrans", 0))
                                        for s in senders})

@@ -21,7 +21,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from rig.model.spec import Limits
-from rig.model.topology import Pair
+from rig.model.topology import Pair, Subflow
 
 # time: the connection's first SYN (unix s), which the other times count from
 SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),
@@ -34,16 +34,17 @@ def _addr(endpoint: str) -> str:
     return endpoint.rsplit(":", 1)[0]
 
 
-def connection_subflows(conn: dict, paths: dict[str, str]) -> list[dict]:
-    """One connection's subflows (`paths`: local address -> path name), ordered by when they
-    were established (failed joins, never established, last)."""
+def connection_subflows(conn: dict, paths: dict[tuple[str, str], str]) -> list[dict]:
+    """One connection's subflows (`paths`: (local address, remote address) -> path name, the
+    remote "" for any), ordered by when they were established (failed joins, never established, last)."""
     start = conn.get("started_at")
     if start is None:
         return []
     rows: dict[str, dict] = {}
 
     def row(local: str, remote: str) -> dict:
-        return rows.setdefault(local, {"local": local, "remote": remote, "path": paths.get(_addr(local), "other"),
+        name = paths.get((_addr(local), _addr(remote))) or paths.get((_addr(local), ""), "other")
+        return rows.setdefault(local, {"local": local, "remote": remote, "path": name,
                                        "initial": False,
                                        "established_s": None, "first_data_s": None, "closed_s": None,
                                        "error": None, "bytes_acked": None, "min_rtt_ms": None})
@@ -98,16 +99,21 @@ def path_join_s(subflows: list[dict], path: str) -> float | None:
 
 
 def _path_name(path: str) -> str:
-    return {"lte": "LTE", "wifi": "WiFi"}.get(path, path)
+    radio, _, side = path.partition("-")
+    name = {"lte": "LTE", "wifi": "WiFi", "lte2": "second LTE"}.get(radio, radio)
+    return f"{name} -> {side.upper()}" if side else name
 
 
 class PairSubflows:
     """A sender's report read once: each connection with its subflows (connection_subflows), for
-    the run's subflow_life rows, the judge's join check and the runs table's columns."""
+    the run's subflow_life rows, the judge's join check and the runs table's columns. `needed`:
+    the subflows each connection must have (Pair.subflows), which name the rows' paths."""
 
-    def __init__(self, source: dict, pair: Pair):
-        self.pair, self.events_error = pair, source.get("events_error")
-        paths = {str(i.address): i.path for i in (pair.sender_wifi, pair.sender_lte)}
+    def __init__(self, source: dict, pair: Pair, needed: tuple[Subflow, ...]):
+        self.pair, self.events_error, self.needed = pair, source.get("events_error"), needed
+        paired = len({s.local for s in needed}) == len(needed)  # one subflow a radio: any remote will do
+        paths = {(str(r.address), ""): r.role for r in pair.radios}
+        paths.update({(str(s.local.address), "" if paired else str(s.remote.address)): s.name for s in needed})
         # (index, report, subflows) of each connection
         self.connections = [(n, conn, connection_subflows(conn, paths))
                             for n, conn in enumerate(source.get("connections") or [])]
@@ -119,8 +125,8 @@ class PairSubflows:
         return [{"time": conn["started_at"], "host": self.pair.sender, "pair": self.pair.index, "connection": n, **r}
                 for n, conn, subflows in self.connections for r in subflows]
 
-    def problem(self, needed: tuple[str, ...], limits: Limits, syn_retransmits: int = 0) -> str | None:
-        """Why a connection did not have every one of the `needed` paths in time, or None.
+    def problem(self, limits: Limits, syn_retransmits: int = 0) -> str | None:
+        """Why a connection did not have every one of the needed subflows in time, or None.
         syn_retransmits: the SYNs the sender retransmitted during the run (MIB TcpExtTCPSynRetrans)."""
         if self.events_error:
             return f"its subflows cannot be checked ({self.events_error})"
@@ -128,7 +134,7 @@ class PairSubflows:
             created = _created_s(subflows)
             if conn.get("started_at") is None or created is None:
                 continue  # it never connected, or not as MPTCP: the transfer's error or the fallback checks say so
-            for path in needed:
+            for path in (s.name for s in self.needed):
                 after = path_join_s(subflows, path)
                 if after is None:
                     return f"connection {n}: its {_path_name(path)} subflow was never established"
@@ -138,11 +144,12 @@ class PairSubflows:
                             f"connection (bound {bound:.2f} s)")
         return None
 
-    def summary(self, needed: tuple[str, ...]) -> dict:
+    def summary(self) -> dict:
         """runs.parquet's subflow columns of the pair: `subflows`, the fewest subflows established
         on any of its connections; `join_s`, the longest any of its connections took from its
-        establishment until it had a subflow on each needed path (dual-homed runs; None when one
-        never had them, or single-homed)."""
+        establishment until it had each needed subflow (multipath runs; None when one never had
+        them, or single-homed)."""
+        needed = [s.name for s in self.needed]
         counts = [sum(1 for r in subflows if r["established_s"] is not None) for _, _, subflows in self.evented]
         joins = [[path_join_s(subflows, p) for p in needed] for _, _, subflows in self.evented]
         joined = [None if None in after else max(after) for after in joins]

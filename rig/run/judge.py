@@ -7,7 +7,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from rig.model.spec import Limits, Run
-from rig.model.topology import topology
 from rig.run.transfers import PairTransfer
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
@@ -24,7 +23,7 @@ class Verdict:
 
 
 def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits,
-                  join_problem: str | None) -> tuple[str, str | None]:
+                  join_problem: str | None, path_bytes: dict[str, int]) -> tuple[str, str | None]:
     if transfer.timed_out:
         return "failed", f"timed out after {limits.run_timeout_s:g} s ({transfer.error})"
     if transfer.error:
@@ -39,23 +38,25 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
 
     if join_problem:
         return "invalid", join_problem
-    if run.homing == "dual":
-        total = pair["bytes_wifi"] + pair["bytes_lte"]
-        for path in ("wifi", "lte"):
-            if limits.min_path_share and total and pair[f"bytes_{path}"] < limits.min_path_share * total:
-                other = "LTE" if path == "wifi" else "WiFi"
-                return "invalid", f"used only the {other} path ({path} carried {pair[f'bytes_{path}']} of {total} bytes)"
+    total = sum(path_bytes.values())
+    if len(path_bytes) > 1 and limits.min_path_share and total:
+        for path, sent in path_bytes.items():
+            if sent < limits.min_path_share * total:
+                return "invalid", f"left the {path} path unused ({path} carried {sent} of {total} bytes)"
     return "ok", None
 
 
 def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
-              lags: dict, radios_alive: dict, limits: Limits, subflow_problem: str | None = None,
+              lags: dict, radios_alive: dict, limits: Limits, crossed: set[str],
+              path_bytes: dict[str, dict[str, int]], subflow_problem: str | None = None,
               join_problems: dict[str, str | None] | None = None) -> Verdict:
-    """join_problems: sender -> why a connection lacked one of its paths in time (rig.run.joins)."""
+    """crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
+    path_bytes: sender -> what left each of its radios in use (role -> bytes);
+    join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins)."""
     judged = []
     for p in pairs:
         status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
-                                       (join_problems or {}).get(p["sender"]))
+                                       (join_problems or {}).get(p["sender"]), path_bytes.get(p["sender"], {}))
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.
@@ -67,7 +68,6 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     else:
         # Only the networks the run's packets cross can distort it: an idle one's lag (a late
         # wake-up with nothing to forward) is recorded but does not judge the run.
-        crossed = topology(run.setup, run.pairs).networks_crossed(run.homing)
         lagging = [(n, s) for n, s in lags.items()
                    if n in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
         if lagging:

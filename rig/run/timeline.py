@@ -38,7 +38,7 @@ class Planned:
 
     @property
     def iface(self) -> str:
-        return (self.pair.sender_wifi if self.event.path == "wifi" else self.pair.sender_lte).ifname
+        return self.pair.radio(self.event.path).ifname
 
     def values(self) -> dict:
         e = self.event
@@ -84,7 +84,7 @@ def _node_actions(item: Planned, radio_acts: bool) -> list[tuple[str, dict]]:
         out = [(item.pair.sender, {"id": item.id, "action": "link", "at": item.at, "iface": item.iface, "state": e.state})]
         if e.state == "up":
             host, iface = ((item.pair.receiver, item.pair.receiver_b.ifname) if e.path == "lte"
-                           else (item.pair.sender, item.pair.sender_wifi.ifname))
+                           else (item.pair.sender, item.pair.radio("wifi").ifname))
             out.append((host, {"id": item.id, "action": "renew", "at": item.at + RENEW_AFTER_S, "iface": iface}))
         return out
     if e.kind == "impairment" and not radio_acts:

@@ -66,9 +66,15 @@ def sink_args(run: Run, limits: Limits, port: int, mptcp: bool = True, ahead_s: 
             "interval_ms": 1000 / limits.series_hz}
 
 
+def subflow_path(local, remote, mode: str) -> str:
+    """A subflow the source waits for (rig_transfer.py --paths): paired, any subflow from its
+    radio's address; fullmesh, the one from that address to that receiver address."""
+    return str(local) if mode == "paired" else f"{local}>{remote}"
+
+
 def source_args(run: Run, limits: Limits, bind: str, target: str, port: int, paths: list[str]) -> dict:
     """A run's source, held until released with its T0 (its start-up is then not in the run's
-    timing); `paths`, its local addresses that must each have a subflow."""
+    timing); `paths`, the subflows it must have (subflow_path)."""
     amount = {"seconds": run.duration_s} if run.time_based else {"bytes": run.volume_bytes}
     return {"mode": "source", "port": port, "connections": run.connections, "target": target, "bind": bind,
             **amount, "cc": run.cc, "hold": True, "sample_ms": 1000 / limits.series_hz,

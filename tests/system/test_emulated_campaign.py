@@ -139,6 +139,36 @@ def test_every_path_joins_whatever_homing_ran_before(tmp_path, emulator, rig_pre
             assert r["subflows"] == 1 and r["join_s"] is None and r["mp_join_syn_tx"] == 0, r
 
 
+FULL_MESH = """
+name: full-mesh
+setups: [I, II]
+pairs: 1
+seed: 9
+factors:
+  duration: [8s]
+paths: {radios: [%s], mode: fullmesh}
+"""
+
+
+@pytest.mark.parametrize("radios", ["lte, lte2", "wifi, lte"])
+def test_a_full_mesh_has_every_radio_reach_every_receiver_address_each_carrying_data(tmp_path, emulator, rig_prefix,
+                                                                                     radios):
+    """Seed 004's two LTE modems in one cell, and seed 001's 4-path: four subflows a connection."""
+    out = tmp_path / "results"
+    run_rig("campaign", "run", str(_campaign(tmp_path, FULL_MESH % radios)), "--out", str(out), "--prefix", rig_prefix,
+            check=True)
+    root = _only_dir(out)
+    rows = pq.read_table(root / "runs.parquet").to_pylist()
+    assert len(rows) == 2
+    one, two = (r.strip() for r in radios.split(","))
+    for r in rows:
+        assert r["status"] == "ok", (r["run_id"], r["reason"])
+        assert r["subflows"] == 4 and r["mp_join_synack_rx"] >= 3, r
+        life = pq.read_table(root / "runs" / r["run_id"] / "timeseries" / "subflow_life.parquet").to_pylist()
+        carried = {x["path"] for x in life if x["first_data_s"] is not None and x["closed_s"] is None}
+        assert carried == {f"{radio}-{side}" for radio in (one, two) for side in "ab"}, (r["run_id"], life)
+
+
 SHARED_BOTTLENECK = """
 name: bottleneck
 setups: [I, III]

@@ -83,8 +83,8 @@ def _path_rtts(prefix: str, setup: str, imp: dict) -> tuple[dict, dict]:
         delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in rec.timeseries["hops"].to_pylist()}
         p = rig.topo.pairs[0]
         want, got = {}, {}
-        for path, sender_hop, receiver_hop, src, dst in (("wifi", "wifi", "receiver_a", p.sender_wifi, p.receiver_a),
-                                                          ("lte", "lte", "receiver_b", p.sender_lte, p.receiver_b)):
+        for path, sender_hop, receiver_hop, src, dst in (("wifi", "wifi", "receiver_a", p.radio("wifi"), p.receiver_a),
+                                                          ("lte", "lte", "receiver_b", p.radio("lte"), p.receiver_b)):
             want[path] = sum(delay[(h, d)] for h in (sender_hop, receiver_hop) for d in ("up", "down"))
             got[path] = _min_rtt_ms(rig.ns("s1"), str(src.address), str(dst.address))
         return want, got

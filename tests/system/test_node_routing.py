@@ -48,13 +48,16 @@ def hook(node: str, plan_file: Path, iface: str) -> str:
                           check=True, capture_output=True, text=True, timeout=30).stdout.strip()
 
 
-CASES = [(setup, host, homing) for setup in ("I", "II", "III") for host, homings in (("s1", HOMINGS), ("r1", ("dual",)))
-         for homing in homings]
+CASES = [(setup, host, homing, ("wifi", "lte"), "paired") for setup in ("I", "II", "III")
+         for host, homings in (("s1", HOMINGS), ("r1", ("dual",))) for homing in homings]
+# a full mesh, and a sender with two LTE modems (seed 004)
+CASES += [("I", host, "dual", radios, "fullmesh") for host in ("s1", "r1") for radios in (("wifi", "lte"), ("lte", "lte2"))]
+CASES += [("II", "s1", homing, ("lte", "lte2"), "paired") for homing in ("dual", "lte")]
 
 
-@pytest.mark.parametrize("setup, host, homing", CASES)
-def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(netns, tmp_path, setup, host, homing):
-    topo = topology(setup, 2)
+@pytest.mark.parametrize("setup, host, homing, radios, mode", CASES)
+def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(netns, tmp_path, setup, host, homing, radios, mode):
+    topo = topology(setup, 2, radios, mode)
     stored, run = node_plan(topo, host), node_plan(topo, host, homing)
     lab = node_with_radios(netns, "lab", stored)
     emulated = node_with_radios(netns, "emu", stored)
@@ -108,8 +111,8 @@ def test_senders_subflows_take_exactly_the_paired_paths(emulator, rig_prefix, se
             assert rec.status == "ok", (homing, rec.reason)
             for p in rig.topo.pairs:
                 flows = {tuple(f.split(":")[0] for f in flow.split("->")) for flow in rec.details["subflow_ccs"][p.sender]}
-                wifi = (str(p.sender_wifi.address), str(p.receiver_a.address))
-                lte = (str(p.sender_lte.address), str(p.receiver_b.address))
+                wifi = (str(p.radio("wifi").address), str(p.receiver_a.address))
+                lte = (str(p.radio("lte").address), str(p.receiver_b.address))
                 assert flows == {"dual": {wifi, lte}, "wifi": {wifi}, "lte": {lte}}[homing], (homing, p.sender)
     finally:
         agents.close()

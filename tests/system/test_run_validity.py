@@ -190,6 +190,7 @@ def test_the_previous_runs_subflows_still_closing_are_not_this_runs():
 
 def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     from rig.model.campaign import Limits
+    from rig.model.topology import topology
     from rig.campaign.plan import Run
     from rig.run.judge import judge_run
     from rig.run.transfers import PairTransfer
@@ -202,7 +203,8 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     complete = PairTransfer(started_at=1.0, first_byte_at=1.1, last_byte_at=2.6, bytes_sent=10**6, bytes_delivered=10**6)
 
     def verdict(transfer, lags):
-        return judge_run(run, [pair], {"s1": transfer}, {"s1": mib[0]}, {"s1": mib[1]}, lags, {"cell": True}, Limits())
+        return judge_run(run, [pair], {"s1": transfer}, {"s1": mib[0]}, {"s1": mib[1]}, lags, {"cell": True}, Limits(),
+                         crossed=topology("II", 1).networks_crossed("lte"), path_bytes={"s1": {"lte": 10**6}})
 
     lagged = verdict(complete, lags)
     assert lagged.status == "invalid" and lagged.lagged
@@ -241,14 +243,14 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     from rig.model.topology import topology
 
     pair = topology("I", 1).pairs[0]
-    w, l = f"{pair.sender_wifi.address}", f"{pair.sender_lte.address}"
+    w, l = f"{pair.radio('wifi').address}", f"{pair.radio('lte').address}"
     a, b = f"{pair.receiver_a.address}:5301", f"{pair.receiver_b.address}:5301"
     wifi = _established(100.01, f"{w}:40000", a, first=True)
     sample = [100.1, f"{w}:40000", a, 9000, 9000, 0, 20.0, 10, 2147483647]  # 20 ms on WiFi
     limits = Limits()
 
     def problem(events, samples=(sample,), syn_retransmits=0):
-        return PairSubflows(_report(events, list(samples)), pair).problem(("wifi", "lte"), limits, syn_retransmits)
+        return PairSubflows(_report(events, list(samples)), pair, pair.subflows("dual", "paired")).problem(limits, syn_retransmits)
 
     # the LTE subflow joined 0.19 s after the connection: ok, whether or not it carried data
     assert problem([wifi, _established(100.2, f"{l}:40001", b)]) is None
@@ -273,7 +275,29 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     assert problem([late_start, _established(101.4, f"{l}:40001", b)]) is None
     # without events the paths cannot be checked: not a valid run either
     assert "cannot be checked" in PairSubflows({"events_error": "MPTCP events: [Errno 1] not permitted",
-                                                "connections": []}, pair).problem(("wifi", "lte"), limits)
+                                                "connections": []}, pair, pair.subflows("dual", "paired")).problem(limits)
+
+
+def test_a_full_mesh_needs_each_radio_to_each_receiver_address():
+    from rig.run.joins import PairSubflows
+    from rig.model.spec import Limits
+    from rig.model.topology import topology
+
+    pair = topology("II", 1, ("lte", "lte2"), "fullmesh").pairs[0]
+    l1, l2 = f"{pair.radio('lte').address}", f"{pair.radio('lte2').address}"
+    a, b = f"{pair.receiver_a.address}:5301", f"{pair.receiver_b.address}:5301"
+    first = _established(100.01, f"{l1}:40000", a, first=True)
+    sample = [100.1, f"{l1}:40000", a, 9000, 9000, 0, 40.0, 10, 2147483647]
+    joined = [_established(100.1, f"{l1}:40001", b), _established(100.1, f"{l2}:40002", a)]
+
+    def problem(events):
+        return PairSubflows(_report(events, [sample]), pair, pair.subflows("dual", "fullmesh")).problem(Limits())
+
+    assert problem([first, *joined, _established(100.2, f"{l2}:40003", b)]) is None
+    # the second modem reached side A only: its subflow to the announced B address is missing
+    assert problem([first, *joined]) == "connection 0: its second LTE -> B subflow was never established"
+    rows = PairSubflows(_report([first, *joined], [sample]), pair, pair.subflows("dual", "fullmesh")).rows()
+    assert [r["path"] for r in rows] == ["lte-a", "lte-b", "lte2-a"]
 
 
 def test_a_programs_traceback_is_one_line_in_the_reason():

@@ -19,7 +19,10 @@ def test_each_interface_is_one_named_hop():
     hops = impairments.hop_names(topology("II", 2))
     assert hops[("s1", "wlan0")] == "wifi" and hops[("s2", "lte0")] == "lte"
     assert hops[("r1", "wlan0")] == "receiver_a" and hops[("r2", "wlan1")] == "receiver_b"
-    assert set(hops.values()) == set(impairments.HOPS)
+    assert set(hops.values()) == set(impairments.HOPS) - {"lte2"}
+    # a second modem is a hop of its own
+    two_modems = impairments.hop_names(topology("II", 2, ("wifi", "lte", "lte2"), "fullmesh"))
+    assert two_modems[("s1", "lte1")] == "lte2" and set(two_modems.values()) == set(impairments.HOPS)
 
 
 @pytest.mark.parametrize("direction, up_loss, down_loss", [("up", 0.1, 0.0), ("down", 0.0, 0.1), ("both", 0.1, 0.1)])

@@ -53,11 +53,15 @@ class Interface:
     endpoint: str = _spec(lambda x, w: v.one_of(x, w, ENDPOINT_FLAGS), default="none")
     # the endpoint's subflows are MPTCP backup subflows (used when no other path is)
     backup: bool = _spec(v.boolean, optional=True, default=False)
+    # a `subflow` endpoint that opens a subflow to every address the peer has, not only its first
+    fullmesh: bool = _spec(v.boolean, optional=True, default=False)
 
     @property
     def endpoint_flags(self) -> list[str]:
         """The MPTCP endpoint's flags as `ip mptcp endpoint add` takes them, sorted; none: no endpoint."""
-        return [] if self.endpoint == "none" else sorted([self.endpoint, *(["backup"] if self.backup else [])])
+        if self.endpoint == "none":
+            return []
+        return sorted([self.endpoint, *(["backup"] if self.backup else []), *(["fullmesh"] if self.fullmesh else [])])
 
     @property
     def nexthop(self) -> list[str]:
@@ -100,6 +104,8 @@ def _interface(d: object, where: str) -> Interface:
             values[f.name] = check(d[f.name], f"{where}.{f.name}")
         elif f.metadata["required"] and values.get("up", True):
             v.need(d, f.name, where)
+    if values.get("fullmesh") and values.get("endpoint") != "subflow":
+        raise Refused(f"{where}.fullmesh: only a subflow endpoint can be fullmesh")
     return Interface(**values)
 
 

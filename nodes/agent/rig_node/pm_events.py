@@ -157,13 +157,16 @@ def of_connection(events: list[dict], local: str) -> list[dict]:
                                      if e.get("token") == token]
 
 
-def established(events: list[dict]) -> dict[str, float]:
-    """One connection's events => its subflows established and not closed since: local "ip:port"
-    -> when (the first subflow's is the connection's `created`)."""
-    out: dict[str, float] = {}
+def established(events: list[dict]) -> dict[tuple[str, str], float]:
+    """One connection's events => its subflows established and not closed since: (local
+    "ip:port", remote "ip:port") -> when (the first subflow's is the connection's `created`)."""
+    out: dict[tuple[str, str], float] = {}
     for e in events:
-        if e["event"] in ("created", "sub_established") and "local" in e:
-            out.setdefault(e["local"], e["t"])
-        elif e["event"] == "sub_closed" and "local" in e:
-            out.pop(e["local"], None)
+        if "local" not in e:
+            continue
+        key = (e["local"], e.get("remote", ""))
+        if e["event"] in ("created", "sub_established"):
+            out.setdefault(key, e["t"])
+        elif e["event"] == "sub_closed":
+            out.pop(key, None)
     return out

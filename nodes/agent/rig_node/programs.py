@@ -92,7 +92,8 @@ def transfer(args: dict) -> list[str]:
         argv += ["--loss-aware", *(f"{v.ipv4(a, 'transfer.loss_aware')}="
                                    f"{v.number(f, f'transfer.loss_aware.{a}', 1e-6, 1.0)!r}" for a, f in thresholds.items())]
     if args.get("paths"):
-        argv += ["--paths", *(v.ipv4(a, "transfer.paths") for a in v.listed(args["paths"], "transfer.paths", 8))]
+        argv += ["--paths", *(">".join(v.ipv4(x, "transfer.paths") for x in str(a).split(">", 1))
+                              for a in v.listed(args["paths"], "transfer.paths", 16))]
     for key, flag, lo, hi in (("loss_window_s", "--loss-window-s", 0.1, 600), ("loss_hold_s", "--loss-hold-s", 0.1, 3600),
                               ("join_wait_s", "--join-wait-s", 0.0, 600)):
         if key in args:  # without loss_aware: checked, and without effect

@@ -36,7 +36,7 @@ class Connection:
         # Its socket exists and its thread waits for the start (or it failed before): a held source's
         # socket is made only once released, an unheld one's before the start.
         self.ready = threading.Event()
-        self.paths: frozenset[str] = frozenset()  # local addresses that must each have a subflow
+        self.paths: frozenset[str] = frozenset()  # subflows it must have: LOCAL, or LOCAL>REMOTE
         self.join_wait_s = 0.0
         self.events: pm_events.Listener | None = None
 
@@ -48,7 +48,8 @@ class Connection:
 
         def joined(events: list[dict]) -> bool:
             up = pm_events.established(pm_events.of_connection(events, local))
-            return self.paths <= {a.rsplit(":", 1)[0] for a in up}
+            ends = {(a.rsplit(":", 1)[0], b.rsplit(":", 1)[0]) for a, b in up}
+            return all(any(f"{a}>{b}" == path or a == path for a, b in ends) for path in self.paths)
         self.events.wait_for(joined, started_at + self.join_wait_s - time.time())
 
     def sample(self) -> list[mptcp_info.Subflow]:

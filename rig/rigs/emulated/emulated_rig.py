@@ -154,7 +154,7 @@ class EmulatedRig:
         namespaces_ready: called once every namespace exists, before the core and the radios are
         wired (e.g. to start the node agents meanwhile: they need no interface to start).
         """
-        self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
+        self.topo = topology(settings.setup, settings.pairs, settings.radios, settings.mode)  # type: ignore[arg-type]
         self.state_dir.mkdir(parents=True, exist_ok=True)
         hosts = [*self.topo.nodes, *INFRA_HOSTS, "radio"]
         fresh, strays = not netns.exists(self.ns("core")), netns.exists(self.ns("radio"))
@@ -211,7 +211,7 @@ class EmulatedRig:
             net = IPv4Network(subnet)
             core_cmds += [f"link add {host} type veth peer name eth0 netns {self.ns(host)}",
                           f"addr add {net.network_address + 1}/{net.prefixlen} dev {host}", f"link set {host} up"]
-        for subnet, network in ATTACHMENTS.values():
+        for subnet, network in sorted(set(ATTACHMENTS.values())):  # the cell's two attachments share its pool
             via = IPv4Network(CORE_LINKS[GATEWAY_HOST[network]]).network_address + 2
             core_cmds.append(f"route add {subnet} via {via}")
         netns.ip_batch(self.ns("core"), core_cmds)
@@ -241,7 +241,7 @@ class EmulatedRig:
         -> RadioProcess, wanted: network -> (spec, stations)) for _finish_radios. strays=False:
         the radio namespace is new, no earlier emulator can run in it."""
 
-        self.topo = topology(settings.setup, settings.pairs)  # type: ignore[arg-type]
+        self.topo = topology(settings.setup, settings.pairs, settings.radios, settings.mode)  # type: ignore[arg-type]
         hop_of = impairments.hop_names(self.topo)
         wanted, hops = {}, []
         for network, kind in RADIO_NETWORKS.items():
@@ -295,8 +295,9 @@ class EmulatedRig:
                 cmds = [f"addr add {SGI_GATEWAY}/30 dev radio0", "link set radio0 up",
                         f"route add {ATTACHMENTS['cell'][0]} via {SGI_ADDRESS.split('/')[0]}"]
             else:
-                cmds = [f"addr add {gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen} dev radio0"
-                        for a in attachments_of(network)] + ["link set radio0 up"]
+                gateways = dict.fromkeys(f"{gateway_address(a)}/{IPv4Network(ATTACHMENTS[a][0]).prefixlen}"
+                                         for a in attachments_of(network))  # one per subnet (the cell's modems share it)
+                cmds = [f"addr add {g} dev radio0" for g in gateways] + ["link set radio0 up"]
             in_ns.setdefault(spec.gateway_netns, []).extend(cmds)
         netns.ip_batches(in_ns)
 

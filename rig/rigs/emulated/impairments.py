@@ -1,7 +1,8 @@
 """What each radio hop of the emulated rig carries: the profile's link, and on the hops a
 campaign names, its impairments.
 
-A hop is one node interface's access link: the senders' WiFi (`wifi`) and LTE (`lte`) links, and
+A hop is one node interface's access link: the senders' radios' links (`wifi`, `lte`, `lte2`: a
+second modem), and
 the receivers' side A (`receiver_a`) and side B (`receiver_b`) links. Each hop has two directions:
 `up` (node -> AP or eNodeB) and `down`. A path crosses four hop directions: the sender's hop up
 (the data), the receiver's hop down, and for the ACKs the receiver's hop up and the sender's hop
@@ -15,7 +16,7 @@ from dataclasses import replace
 from rig.rigs.emulated.radiospec import Pipe
 from rig.model.topology import RadioInterface, Topology
 
-HOPS = ("wifi", "lte", "receiver_a", "receiver_b")
+HOPS = ("wifi", "lte", "lte2", "receiver_a", "receiver_b")
 DIRECTIONS = ("up", "down", "both")
 
 
@@ -23,8 +24,7 @@ def hop_names(topo: Topology) -> dict[tuple[str, str], str]:
     """(host, interface) -> the hop that interface's access link is."""
     out = {}
     for p in topo.pairs:
-        out[(p.sender, p.sender_wifi.ifname)] = "wifi"
-        out[(p.sender, p.sender_lte.ifname)] = "lte"
+        out.update({(p.sender, r.ifname): r.role for r in p.radios})
         out[(p.receiver, p.receiver_a.ifname)] = "receiver_a"
         out[(p.receiver, p.receiver_b.ifname)] = "receiver_b"
     return out

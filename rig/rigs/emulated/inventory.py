@@ -8,7 +8,7 @@ wpa_supplicant, chrony); the emulator provides the radio interfaces.
 from __future__ import annotations
 
 from rig.rigs.emulated import mgmt
-from rig.model.topology import RECEIVER_HOST_ID, SENDER_HOST_ID, gateway_address, topology
+from rig.model.topology import RECEIVER_HOST_ID, SENDER_HOST_ID, gateway_address, station, topology
 
 
 def emulated_inventory(rig, setup: str, pairs: int) -> str:
@@ -23,11 +23,14 @@ def emulated_inventory(rig, setup: str, pairs: int) -> str:
         for p in topo.pairs:
             host = p.sender if role == "sender" else p.receiver
             host_id = (SENDER_HOST_ID if role == "sender" else RECEIVER_HOST_ID) + p.index
-            lte = p.sender_lte.address if role == "sender" else p.receiver_b.address if p.receiver_b.path == "lte" else ""
+            lte = p.radio("lte").address if role == "sender" else p.receiver_b.address if p.receiver_b.path == "lte" else ""
             lines.append(f"{host} ansible_host={mgmt.mgmt_address(host)} pair={p.index} node_host_id={host_id} "
                          f"wifi_if=wlan0 wifi2_if=wlan1 lte_if=lte0 modem_type=qmi"
                          # the emulated cell is a link with the EPC at .1, not a raw-IP modem
                          + (f" lte_ip={lte} lte_gateway={gateway_address('cell')}" if lte else "")
+                         # a second modem in the same cell (campaigns with paths.radios lte2)
+                         + (f" lte2_if=lte1 lte2_ip={station(host, 'lte1', 'lte2', 'cell2', host_id=host_id).address}"
+                            f" lte2_gateway={gateway_address('cell')}" if role == "sender" else "")
                          + host_vars)
         lines.append("")
     lines += [
