@@ -10,9 +10,15 @@ Measurements:
   iface    one point per interface counter sample: tx_bytes, rx_bytes (cumulative counters),
            tx_rate_bps, rx_rate_bps (from the previous sample of the same interface)
   run      one point per (run, sender/receiver pair): the runs.parquet row
+  run_status  one point per recorded run at its start: its status (a tag), reason, wall and
+           transfer time and the campaign's planned run count (what a campaign's progress,
+           status counts and orchestration overhead are read from)
+  events   one point per row of timeseries/events.parquet (what became of a run's scheduled
+           events) at the time the event acted (`applied`), or was planned to (not applied)
   <stem>   any other timeseries/<stem>.parquet (lag, subflows, radio, ...): string columns are
            tags, numbers are fields; id-like string columns are fields and a small `sub` tag
-           (first-appearance index of their values) keeps rows apart that share a timestamp
+           (first-appearance index of their values) keeps rows apart that share a timestamp;
+           free-text columns (an event's values, an error) are fields
 """
 
 from __future__ import annotations
@@ -30,7 +36,8 @@ from rig.influx.lineproto import field_set, field_value, line, seconds_to_ns
 from rig.store.formats import utc_time
 from rig.store.reader import CampaignDir, RunDir
 
-SCHEMA_VERSION = 1
+# 2: run_status points, and events.parquet written (at each event's applied time).
+SCHEMA_VERSION = 2
 RUN_TAGS = ("campaign", "setup", "homing", "cc", "wifi_standard")
 # Factors of a run summary: few values per campaign, and what a dashboard groups by.
 SUMMARY_TAGS = RUN_TAGS + ("connections", "volume_bytes", "rcvbuf_bytes", "sender", "receiver")
@@ -38,6 +45,8 @@ NOT_FIELDS = ("campaign", "started_at")  # the tag (campaign name) and the times
 # String columns that name one flow/address/id rather than a category: kept out of the series key.
 ID_LIKE = {"run_id", "campaign_id", "local", "remote", "src", "dst", "saddr", "daddr", "address",
            "flow", "token", "connection"}
+# Free text: never a tag (each distinct text would be a series), and not an id either.
+FREE_TEXT = {"values", "error"}
 MEASUREMENT_OF_FILE = {"interfaces": "iface"}
 
 
@@ -98,9 +107,9 @@ def generic_blocks(measurement: str, table: pa.Table, tags: dict, ids: dict,
     strings = [f.name for f in table.schema if f.name != "time"
                and (pa.types.is_string(f.type) or pa.types.is_large_string(f.type)
                     or pa.types.is_dictionary(f.type))]
-    tag_cols = [c for c in strings if c not in ID_LIKE and c not in tags]
+    tag_cols = [c for c in strings if c not in ID_LIKE and c not in FREE_TEXT and c not in tags]
     field_cols = [f.name for f in table.schema if f.name != "time" and f.name not in tag_cols]
-    id_cols = [c for c in field_cols if c in strings]
+    id_cols = [c for c in field_cols if c in strings and c not in FREE_TEXT]
     columns = {c: as_array(table.column(c)) for c in tag_cols}
     if id_cols:
         columns["sub"] = sub_index([as_array(table.column(c)) for c in id_cols])
@@ -127,6 +136,8 @@ def series_blocks(series: Iterable[tuple[str, pa.Table]], tags: dict, ids: dict,
     """Every time-series point of a run, series by series (by name), in blocks of at most
     rows_per_block lines."""
     for name, table in series:
+        if name == "events":
+            table = event_points(table)
         if "time" not in table.column_names or table.num_rows == 0:
             continue
         measurement = MEASUREMENT_OF_FILE.get(name, name)
@@ -134,6 +145,33 @@ def series_blocks(series: Iterable[tuple[str, pa.Table]], tags: dict, ids: dict,
             yield from interface_blocks(table, tags, ids, rows_per_block)
         else:
             yield from generic_blocks(measurement, table, tags, ids, rows_per_block)
+
+
+def event_points(table: pa.Table) -> pa.Table:
+    """events.parquet has no sample time: each event's point is at the time it acted (`actual`),
+    or, for one that did not act, at the time it was planned for, with `applied` false."""
+    if "time" in table.column_names or "planned" not in table.column_names:
+        return table
+    actual = as_array(table.column("actual"))
+    return table.append_column("time", pc.coalesce(actual, as_array(table.column("planned")))) \
+        .append_column("applied", actual.is_valid())
+
+
+def status_line(status: dict, tags: dict, ids: dict, planned_runs: int | None) -> str | None:
+    """The `run_status` point of a recorded run, at its start (status.json): the status as a tag
+    (three values), wall time (start to finished), transfer time, their difference (the run's
+    orchestration overhead) and how many runs the campaign planned."""
+    if not status.get("status") or not status.get("started_at"):
+        return None
+    started = utc_time(status["started_at"]).timestamp()
+    finished = utc_time(status["finished_at"]).timestamp() if status.get("finished_at") else None
+    wall = finished - started if finished is not None else None
+    transfer = float(status["transfer_s"]) if status.get("transfer_s") is not None else None
+    fields = {"reason": status.get("reason"), "wall_s": wall, "transfer_s": transfer,
+              "overhead_s": wall - transfer if wall is not None and transfer is not None else None,
+              "lag_retries": int(status.get("lag_retries") or 0), "lagged": bool(status.get("lagged")),
+              "planned_runs": planned_runs, "finished_ms": round(finished * 1000) if finished else None, **ids}
+    return line("run_status", {**tags, "status": status["status"]}, fields, seconds_to_ns(started))
 
 
 def summary_lines(rows: list[dict], campaign: tuple[str | None, str | None],

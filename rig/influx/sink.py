@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 
 from rig.influx.config import InfluxConfig, load_config
 from rig.influx.columns import Block
-from rig.influx.schema import SCHEMA_VERSION, run_context, series_blocks, summary_lines
+from rig.influx.schema import SCHEMA_VERSION, run_context, series_blocks, status_line, summary_lines
 from rig.store.columns import run_rows
 from rig.store.reader import CampaignDir, RunDir
 
@@ -75,6 +75,7 @@ class WriteStats:
 class Sink:
     def __init__(self, config: InfluxConfig):
         self.config = config
+        self._planned: dict[Path, int] = {}  # campaign directory -> runs in its plan, read once
 
     def __repr__(self) -> str:
         return f"Sink({self.config.destination})"
@@ -176,8 +177,15 @@ class Sink:
     # -- runs -------------------------------------------------------------------------------
 
     def is_written(self, run_dir: Path) -> bool:
+        """Written completely, in this schema (a run written in an older one is written again:
+        its points are overwritten and what the newer schema adds joins them)."""
         entry = read_marker(run_dir).get(self.config.destination)
-        return bool(entry and entry.get("complete"))
+        return bool(entry and entry.get("complete") and entry.get("schema") == SCHEMA_VERSION)
+
+    def planned_runs(self, campaign: CampaignDir) -> int:
+        if campaign.root not in self._planned:
+            self._planned[campaign.root] = len(campaign.plan_runs())
+        return self._planned[campaign.root]
 
     def encode_run(self, run_dir: Path, rows: list[dict] | None = None) -> EncodedRun:
         """A recorded run's points, read from the run store, as the blocks send_run POSTs (no HTTP
@@ -187,21 +195,24 @@ class Sink:
         campaign = CampaignDir(run.path.parent.parent)
         if rows is None:
             rows = summary_rows(run.path)
-        return self.encode(run.path, campaign.names(), run.params(), run.status().get("started_at"), run.all_series(),
-                           rows, run.recorded)
+        return self.encode(run.path, campaign.names(), run.params(), run.status(), run.all_series(),
+                           rows, self.planned_runs(campaign), run.recorded)
 
     def encode_record(self, store: CampaignStore, record: RunRecord) -> EncodedRun:
         """The run the store has just written, from its record in memory."""
         params, status, pairs = store.record_docs(record)
         rows = run_rows(record.run.run_id, store.names, params, status, pairs)
-        return self.encode(store.runs_dir / record.run.run_id, store.names, params, status.get("started_at"),
-                           sorted(record.timeseries.items()), rows, True)
+        return self.encode(store.runs_dir / record.run.run_id, store.names, params, status,
+                           sorted(record.timeseries.items()), rows, store.planned_runs, True)
 
-    def encode(self, run_dir: Path, campaign: tuple[str | None, str | None], params: dict, started_at: object,
-               series: Iterable[tuple[str, pa.Table]], rows: list[dict], recorded: bool) -> EncodedRun:
+    def encode(self, run_dir: Path, campaign: tuple[str | None, str | None], params: dict, status: dict,
+               series: Iterable[tuple[str, pa.Table]], rows: list[dict], planned_runs: int | None,
+               recorded: bool) -> EncodedRun:
         tags, ids = run_context(Path(run_dir).name, params, campaign)
         blocks = list(series_blocks(series, tags, ids, self.config.batch_lines))
-        summary = list(summary_lines(rows, campaign, started_at))
+        summary = list(summary_lines(rows, campaign, status.get("started_at")))
+        if point := status_line(status, tags, ids, planned_runs):
+            summary.append(point)
         for start in range(0, len(summary), self.config.batch_lines):
             batch = summary[start:start + self.config.batch_lines]
             blocks.append(Block("".join(p + "\n" for p in batch).encode(), len(batch)))

@@ -120,11 +120,19 @@ class CampaignStore:
         return None
 
     @cached_property
-    def names(self) -> tuple[str, str]:
-        """(campaign name, campaign id) as recorded in plan.json: read once per store (a 100,000-run
-        plan.json is 33 MB, and every run recorded needs the names)."""
+    def _plan_head(self) -> tuple[str, str, int]:
+        """(campaign name, campaign id, runs planned) as recorded in plan.json: read once per store
+        (a 100,000-run plan.json is 33 MB, and every run recorded needs the names)."""
         plan = self.dir.plan()
-        return plan["campaign"], plan["campaign_id"]
+        return plan["campaign"], plan["campaign_id"], len(plan.get("runs", []))
+
+    @property
+    def names(self) -> tuple[str, str]:
+        return self._plan_head[:2]
+
+    @property
+    def planned_runs(self) -> int:
+        return self._plan_head[2]
 
     # -- runs --------------------------------------------------------------------------
 

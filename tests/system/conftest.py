@@ -31,9 +31,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(NEEDS_TUN)
 
 
-@pytest.fixture
-def rig_prefix():
-    """A unique prefix for an emulated rig; the rig is torn down afterwards, also on failure."""
+def _emulated_rig_prefix():
     from rig.rigs.emulated import netns
     from rig.rigs.emulated.emulated_rig import EmulatedRig
 
@@ -41,6 +39,18 @@ def rig_prefix():
     yield prefix
     EmulatedRig(prefix).down()
     assert netns.with_prefix(prefix) == [], "the rig left namespaces behind"
+
+
+@pytest.fixture
+def rig_prefix():
+    """A unique prefix for an emulated rig; the rig is torn down afterwards, also on failure."""
+    yield from _emulated_rig_prefix()
+
+
+@pytest.fixture(scope="module")
+def module_rig_prefix():
+    """rig_prefix for a module whose tests share one campaign."""
+    yield from _emulated_rig_prefix()
 
 
 @pytest.fixture(scope="session")

@@ -11,8 +11,9 @@ import pytest
 import yaml
 
 from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
+from fixtures.cli import REPO
 
-PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml"]
+PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml", "grafana.yml"]
 ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
 
 
@@ -163,3 +164,40 @@ def test_preflight_on_this_host_fails_with_one_clear_message(tmp_path, host, ext
     assert run.returncode != 0 and "changed=0" in out and "failed=1" in out, out[-3000:]
     failures = re.findall(r"^\[ERROR\]: Task failed: Action failed: (.*)$", out, re.M)
     assert len(failures) == 1 and failures[0].startswith(message), out[-3000:]
+
+
+def test_grafana_provisioning_renders_with_the_vaults_passwords(tmp_path):
+    """The controller role's Grafana files, rendered from its defaults and the DEMO vault into
+    tmp_path (a local play, nothing else touched): the data source the dashboards name, the
+    dashboards' folder, and grafana.ini's sign-in settings."""
+    import configparser
+    import json as json_
+
+    templates = ANSIBLE / "roles" / "controller" / "templates"
+    names = ["grafana-datasource.yaml.j2", "grafana-dashboards.yaml.j2", "grafana.ini.j2"]
+    play = [{"name": "Render Grafana's files", "hosts": "localhost", "gather_facts": False,
+             "vars_files": [str(ANSIBLE / "roles" / "controller" / "defaults" / "main.yml"),
+                            str(ANSIBLE / "group_vars" / "all" / "vault.yml")],
+             "tasks": [{"name": f"Render {n}", "ansible.builtin.template": {
+                 "src": str(templates / n), "dest": str(tmp_path / n.removesuffix(".j2")), "mode": "0600"}}
+                 for n in names]}]
+    (tmp_path / "play.yml").write_text(yaml.safe_dump(play, sort_keys=False))
+    run = subprocess.run([BIN / "ansible-playbook", "-i", "localhost,", "-c", "local", str(tmp_path / "play.yml"),
+                          "-e", f"ansible_python_interpreter={sys.executable}"],
+                         cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    vault = subprocess.run([BIN / "ansible-vault", "view", "group_vars/all/vault.yml"], cwd=ANSIBLE,
+                           env=ansible_env(tmp_path), capture_output=True, text=True, timeout=60, check=True)
+    secrets = yaml.safe_load(vault.stdout)
+    [source] = yaml.safe_load((tmp_path / "grafana-datasource.yaml").read_text())["datasources"]
+    dashboards = json_.loads((REPO / "grafana" / "dashboards" / "rig-run.json").read_text())
+    assert source["uid"] == dashboards["templating"]["list"][0]["datasource"]["uid"] == "rig-influxdb"
+    assert (source["type"], source["url"], source["jsonData"]["dbName"], source["user"]) == (
+        "influxdb", "http://127.0.0.1:8086", "rig", "grafana")
+    assert source["secureJsonData"]["password"] == secrets["vault_grafana_influxdb_password"]
+    [provider] = yaml.safe_load((tmp_path / "grafana-dashboards.yaml").read_text())["providers"]
+    assert provider["options"]["path"] == "/var/lib/grafana/dashboards/rig" and provider["allowUiUpdates"] is False
+    ini = configparser.ConfigParser()
+    ini.read_string((tmp_path / "grafana.ini").read_text())
+    assert ini["security"]["admin_password"].strip('"') == secrets["vault_grafana_admin_password"]
+    assert ini["users"]["allow_sign_up"] == "false" and ini["auth.anonymous"]["enabled"] == "false"

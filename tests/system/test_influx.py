@@ -111,6 +111,13 @@ def test_points_match_run_store_row_for_row(influxd, tmp_path):
         assert p["campaign_id"] == "20240501T010000Z"
         assert p["campaign"] == "fixture"  # the name, not the directory: one series set per campaign
 
+    statuses = {p["run_id"]: p for p in series_values(sink, "SELECT * FROM run_status")}
+    assert statuses.keys() == set(campaign.run_ids)
+    for run_id in campaign.run_ids:
+        status, reason = campaign.bad_runs.get(run_id, ("ok", None))
+        assert (statuses[run_id]["status"], statuses[run_id]["reason"]) == (status, reason), run_id
+    assert {p["planned_runs"] for p in statuses.values()} == {len(campaign.run_ids)}
+
     assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
     assert count(sink, "lag", "p99_ms") == campaign.lag_samples
     assert count(sink, "subflows", "cwnd") == campaign.subflow_samples
@@ -247,7 +254,7 @@ def test_gzip_and_small_batches_write_the_same_points_once(influxd, tmp_path, mo
     result = sync(campaign.path, sink)
     assert result.ok and sorted(result.written) == sorted(campaign.run_ids), result.error
     assert result.points == (campaign.interface_samples + campaign.lag_samples + campaign.subflow_samples
-                             + campaign.runs_rows)
+                             + campaign.runs_rows + len(campaign.run_ids))  # and one run_status point a run
     assert count(sink, "iface", "tx_bytes") == campaign.interface_samples
     assert count(sink, "subflows", "cwnd") == campaign.subflow_samples
     assert count(sink, "run", "status") == campaign.runs_rows
@@ -309,3 +316,23 @@ def test_interface_rates_come_from_the_previous_sample_of_the_same_interface():
         f'{s2} tx_bytes=10i,rx_bytes=1i,run_id="r" 1000000000',
         f'{s2} rx_bytes=5i,rx_rate_bps=21.333333333333332,run_id="r" 2500000000',
     ]
+
+
+def test_a_run_written_in_an_older_schema_is_written_again_once(influxd, tmp_path):
+    """A schema change adds points (run_status, events): `rig sync` writes a run marked with an
+    older schema again, and what it had is overwritten, not doubled."""
+    import json
+
+    from rig.influx.schema import SCHEMA_VERSION
+
+    campaign = write_campaign(tmp_path, samples_per_series=4, repetitions=1)
+    sink = fresh_sink(influxd, "older")
+    assert sorted(sync(campaign.path, sink).written) == sorted(campaign.run_ids)
+    run_dir = campaign.path / "runs" / campaign.run_ids[0]
+    marker = read_marker(run_dir)
+    marker[sink.config.destination]["schema"] = SCHEMA_VERSION - 1
+    (run_dir / "influx.json").write_text(json.dumps(marker))
+    assert sync(campaign.path, sink).written == [campaign.run_ids[0]]
+    assert count(sink, "run", "status") == campaign.runs_rows
+    assert count(sink, "run_status", "run_id") == len(campaign.run_ids)
+    assert sync(campaign.path, sink).written == []
