@@ -44,7 +44,7 @@ def run_t0(runs: list[dict], events: list[dict] = ()) -> dict[str, float]:
         if start is not None:
             t0[r["run_id"]] = min(start, t0.get(r["run_id"], start))
     from_events: dict[str, float] = {}
-    for e in events:  # planned = T0 + at_s; follow-up actions (an `up`'s renew) are planned a little later
+    for e in events:  # planned = T0 + at_s
         if e.get("planned") is not None and e.get("at_s") is not None:
             t = e["planned"] - e["at_s"]
             from_events[e["run_id"]] = min(t, from_events.get(e["run_id"], t))

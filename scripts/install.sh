@@ -13,6 +13,7 @@ APT_PACKAGES=(
   jq                                 # the CC reproducer (nodes/bpf/repro) reads iperf3's JSON
   chrony                             # chronyc: a lab node's clock offset per run (the node agent)
   hostapd iw                         # the real hostapd parses the rendered AP configs
+  mptcpd mptcpd-plugins              # the path-return test: mptcpd's path managers beside the kernel's
   influxdb                           # the embedded time-series sink of the demo and the tests
   ansible ansible-core openssh-server openssh-client
   chromium                           # renders the report in the tests

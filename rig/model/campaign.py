@@ -171,6 +171,9 @@ class Campaign(StrictModel):
     impairments: dict[Literal["wifi", "lte", "lte2", "receiver_a", "receiver_b"], Impairment] = {}
     links: None = None  # the old name: refused with a pointer to `impairments`
     events: list[Event] = []
+    # What opens a connection's subflows and reopens a path that comes back (docs/campaigns.md,
+    # "Path managers"): upstream's in-kernel path manager. The rig never announces or renews.
+    path_manager: Literal["kernel", "userspace"] = "kernel"
     loss_aware: LossAware = LossAware()
     paths: Paths = Paths()
     tcp: Tcp = Tcp()
@@ -183,6 +186,15 @@ class Campaign(StrictModel):
             raise ValueError("replaced by 'impairments', whose entries name the hop they act on (wifi, lte: the "
                              "senders' access links; receiver_a, receiver_b) and the direction (docs/campaigns.md)")
         return None
+
+    @field_validator("path_manager")
+    @classmethod
+    def _path_manager(cls, v: str) -> str:
+        if v == "userspace":
+            raise ValueError("mptcpd 0.12 (Debian's userspace path manager) reopens no path that comes back on "
+                             "this kernel, and with its sspi plugin the senders join no second path "
+                             "(docs/measurements/2026-11-27-path-managers-after-a-restore.md): use kernel")
+        return v
 
     @field_validator("setups")
     @classmethod

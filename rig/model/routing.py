@@ -40,6 +40,9 @@ NODE_SYSCTLS = {
     "net.mptcp.enabled": "1",
     "net.mptcp.allow_join_initial_addr_port": "1",
     "net.mptcp.blackhole_timeout": "0",  # skipped on kernels older than it
+    # upstream's in-kernel path manager, the campaign's path_manager (rig.model.campaign refuses
+    # userspace: mptcpd 0.12 reopens no path here); skipped on kernels older than the sysctl
+    "net.mptcp.path_manager": "kernel",
     "net.ipv4.tcp_no_metrics_save": "1",
     # iperf3 -n ends the test once the sender has *written* the volume; a small unsent queue
     # keeps that moment close to delivery (measured: 2 MB delivered 31 % -> 70-80 % at test end).

@@ -59,6 +59,8 @@ PROGRAMS: tuple[Program, ...] = (
     Program("ethtool", "ethtool", "offloads off in the CC end-to-end test", "tests"),
     Program("ping", "iputils-ping", "reachability by hand (rig emu up prints it)", "lab"),
     Program("hostapd", "hostapd", "parses the rendered AP configs", "tests"),
+    # outside PATH (Debian's systemd unit starts it): named by its path
+    Program("/usr/libexec/mptcpd", "mptcpd", "mptcpd's path managers after a path returns (test_path_return)", "tests"),
     Program("iw", "iw", "WiFi adapter capabilities (ap_hostapd preflight)", "lab"),
     Program("influxd", "influxdb", "the embedded time-series sink (rig influx start)", "demo"),
     Program("git", "git", "provenance: the rig's commit in every campaign", "rig"),

@@ -70,23 +70,13 @@ def plan(events: list[Event], topo: Topology, t0: float) -> list[Planned]:
             for i, e in enumerate(events) for p in topo.pairs if e.pairs is None or p.index in e.pairs]
 
 
-RENEW_AFTER_S = 0.1  # the sender's routes are back before the announcement reaches it
-
-
 def _node_actions(item: Planned, radio_acts: bool) -> list[tuple[str, dict]]:
-    """(host, action) for the node agents. A path coming back up: the sender's interface (link,
-    routes), then the endpoint that makes the path manager open the path's subflow anew and drop
-    the one the outage stalled (TCP would resume that one only at its next, backed-off, timeout,
-    seconds to minutes later): for LTE the receiver announces its B address again, for WiFi the
-    sender renews its WiFi endpoint (the subflow to the receiver's A address)."""
+    """(host, action) for the node agents. A path going down or coming back up: the sender's
+    interface (its link; back up, its routes too). What the connection does next is its path
+    manager's (docs/campaigns.md): the rig announces and renews nothing."""
     e = item.event
     if e.kind == "state":
-        out = [(item.pair.sender, {"id": item.id, "action": "link", "at": item.at, "iface": item.iface, "state": e.state})]
-        if e.state == "up":
-            host, iface = ((item.pair.receiver, item.pair.receiver_b.ifname) if e.path == "lte"
-                           else (item.pair.sender, item.pair.radio("wifi").ifname))
-            out.append((host, {"id": item.id, "action": "renew", "at": item.at + RENEW_AFTER_S, "iface": iface}))
-        return out
+        return [(item.pair.sender, {"id": item.id, "action": "link", "at": item.at, "iface": item.iface, "state": e.state})]
     if e.kind == "impairment" and not radio_acts:
         return [(item.pair.sender, {"id": item.id, "action": "impair", "at": item.at, "iface": item.iface,
                                     **{k: getattr(e, k) for k in ("rate_bps", "delay_ms", "jitter_ms", "loss_pct")}})]
@@ -113,10 +103,10 @@ def schedule(ctx, items: list[Planned]) -> Scheduled:
 
 
 def _row(item: Planned, planned: float, actual: float | None, where: str, error: str | None = None,
-         host: str | None = None, iface: str | None = None, what: str | None = None) -> dict:
+         host: str | None = None, iface: str | None = None) -> dict:
     return {"planned": planned, "actual": actual, "lateness_ms": None if actual is None else round((actual - planned) * 1e3, 3),
             "at_s": item.event.at_s, "event": item.index, "path": item.event.path, "pair": item.pair.index,
-            "host": host or item.pair.sender, "interface": iface or item.iface, "what": what or item.event.kind,
+            "host": host or item.pair.sender, "interface": iface or item.iface, "what": item.event.kind,
             "values": json.dumps(item.values(), sort_keys=True), "where": where, "error": error}
 
 
@@ -134,7 +124,7 @@ def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
     for item, host, action in scheduled.node_actions:
         e = by_id.get((host, item.id))
         rows.append(_row(item, action["at"], e["actual"] if e else None, "node", e.get("error") if e else None,
-                         host, action["iface"], action["action"] if action["action"] == "renew" else None))
+                         host, action["iface"]))
     ctx.radios.restore()
     return sorted(rows, key=lambda r: (r["planned"], r["pair"], r["where"]))
 

@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 
 from fixtures.namespaces import netns  # noqa: F401 (the shared namespace fixture)
+from fixtures.two_paths import two_paths  # noqa: F401 (a dual-homed client and its server)
 
 SYSTEM = Path(__file__).parent
 NEEDS_ROOT = pytest.mark.skip(reason="a system test: needs root (network namespaces, TAP devices, BPF, ...)")

@@ -61,12 +61,12 @@ def _t0(record) -> float:
 
 
 @pytest.mark.emulated
-def test_a_cut_path_stops_at_its_event_and_comes_back_at_the_next(emulator, rig_prefix):
+def test_a_cut_path_stops_at_its_event_and_its_subflow_carries_data_again_after_the_restore(emulator, rig_prefix):
     text = """
 name: cut
 setups: [II]
 pairs: 1
-factors: {duration: [10s]}
+factors: {duration: [14s]}
 events:
   - {at_s: 3, path: lte, state: down}
   - {at_s: 6, path: lte, state: up}
@@ -79,24 +79,28 @@ events:
                                capture_output=True, text=True).stdout
     assert record.status != "failed", record.reason
     pair = record.pairs[0]
-    assert pair["duration_s"] == 10 and pair["fct_s"] is None
+    assert pair["duration_s"] == 14 and pair["fct_s"] is None
     assert pair["bytes_received"] == pair["bytes_sent"] and pair["goodput_bps"] > 0  # the connection survived
     t0 = _t0(record)
     lte, wifi = per_second(record, "lte", t0), per_second(record, "wifi", t0)
     assert all(lte.get(s, 0) > 0.3 for s in (1, 2)), lte  # LTE carried data before the cut
     assert all(lte.get(s, 0) == 0 for s in (4, 5)), lte  # nothing within a second of the cut
-    assert lte.get(7, 0) > 0.3 and sum(lte.get(s, 0) for s in (7, 8, 9)) > 1, lte  # back within a second of the restore
-    assert all(wifi.get(s, 0) > 1 for s in range(1, 9)), wifi  # WiFi carried on throughout
+    # the in-kernel path manager alone: the stalled subflow carries data again at its next
+    # retransmission after the restore (backed off over a 3 s outage: within a few seconds)
+    assert any(lte.get(s, 0) > 0.3 for s in range(6, 14)), lte
+    assert all(wifi.get(s, 0) > 1 for s in range(1, 13)), wifi  # WiFi carried on throughout
+    lte_subflows = {(r["local"], r["remote"]) for r in record.timeseries["transfer_subflows"].to_pylist()
+                    if r["path"] == "lte"}
+    assert len(lte_subflows) == 1, lte_subflows  # the same subflow: nothing opened one anew
 
-    # every event acted in both places, with its planned and actual time
+    # every event acted in both places, at its planned time; nothing else acted (no announcement)
     events = record.timeseries["events"].to_pylist()
     acted = sorted((e["at_s"], e["where"], e["host"], e["what"]) for e in events)
-    assert acted == [(3, "node", "s1", "state"), (3, "radio", "s1", "state"), (6, "node", "r1", "renew"),
+    assert acted == [(3, "node", "s1", "state"), (3, "radio", "s1", "state"),
                      (6, "node", "s1", "state"), (6, "radio", "s1", "state")]
     assert all(e["actual"] is not None and e["error"] is None for e in events)
-    # the receiver announces its B address again just after the sender's LTE link is back
-    assert all(abs(e["planned"] - (t0 + e["at_s"] + (0.1 if e["what"] == "renew" else 0))) < 1e-3 for e in events)
-    assert record.details["events"]["acted"] == 5
+    assert all(abs(e["planned"] - (t0 + e["at_s"])) < 1e-3 for e in events)
+    assert record.details["events"]["acted"] == 4
     assert "UP" in links  # the agent brought the interface back when the run's timeline was collected
 
     # time-based runs carry the transfer's own series at 10 per second

@@ -1,13 +1,9 @@
 """The rig transfer's per-subflow series and its loss-aware path policy, in the real program (the
 policy's decisions on synthetic samples: tests/unit/test_path_policy.py).
 
-The real program runs in namespaces from the shared `netns` fixture (deleted with what runs in
-them, also on failure): a client and a server joined by two veth paths, MPTCP endpoints as the rig sets a dual-homed sender and its receiver (client:
-both addresses `subflow`, each pinned to one server address by its own table; server: the second
-address `signal`), so each connection carries data on exactly two subflows (the client's path-2
-endpoint also tries the server's path-1 address on its own link, where no one answers its ARP:
-that subflow never sends and the report leaves it out). Path 2 can drop a fraction of its data
-packets (nodes/bpf/random_loss.bpf.c at the server's ingress; there is no netem here).
+The real program runs between the two namespaces of tests/fixtures/two_paths.py (a dual-homed
+client and its server, as the rig sets them). Path 2 can drop a fraction of its data packets
+(nodes/bpf/random_loss.bpf.c at the server's ingress; there is no netem here).
 """
 
 from __future__ import annotations
@@ -19,101 +15,9 @@ import time
 
 import pytest
 
-from fixtures.namespaces import Namespaces
 from fixtures.node_agent import TRANSFER
 from fixtures.random_loss import random_loss
-
-C1, S1, C2, S2 = "10.77.1.1", "10.77.1.2", "10.77.2.1", "10.77.2.2"
-MB = 1 << 20
-
-
-# -- the real program in namespaces ---------------------------------------------------------------
-
-def sh(*argv: str, check: bool = True) -> subprocess.CompletedProcess:
-    return subprocess.run(argv, capture_output=True, text=True, check=check, timeout=60)
-
-
-@pytest.fixture
-def two_paths(netns: Namespaces) -> dict[str, str]:
-    """{"c": client namespace, "s": server namespace}, joined by the two paths."""
-    ns = {"c": netns("c"), "s": netns("s")}
-    for c, s, ca, sa in (("c1", "s1", C1, S1), ("c2", "s2", C2, S2)):
-        netns.veth(ns["c"], c, ns["s"], s)
-        for n, dev, addr in (("c", c, ca), ("s", s, sa)):
-            # one MTU packet a frame (as on a radio), so that a drop is one segment's loss
-            sh("ip", "netns", "exec", ns[n], "ethtool", "-K", dev, "tso", "off", "gso", "off", "gro", "off", check=False)
-            sh("ip", "-n", ns[n], "addr", "add", f"{addr}/24", "dev", dev)
-            sh("ip", "-n", ns[n], "link", "set", dev, "up")
-        # 20 Mbit/s each (two cores shared by everyone must not be what limits the paths), with
-        # room in the queue for all the sender may have in flight: no loss but the one made
-        sh("ip", "netns", "exec", ns["c"], "tc", "qdisc", "replace", "dev", c, "root", "tbf", "rate", "20mbit",
-           "burst", "16kb", "latency", "1s")
-    # the client as the rig's dual-homed sender: each address pinned to one server address
-    for table, src, dst, dev in (("101", C1, S1, "c1"), ("102", C2, S2, "c2")):
-        sh("ip", "-n", ns["c"], "route", "add", f"{dst}/32", "dev", dev, "table", table)
-        sh("ip", "-n", ns["c"], "route", "add", "unreachable", "default", "table", table)
-        sh("ip", "-n", ns["c"], "rule", "add", "pref", str(1000 + int(table)), "from", src, "table", table)
-        sh("ip", "-n", ns["c"], "mptcp", "endpoint", "add", src, "dev", dev, "subflow")
-    sh("ip", "-n", ns["c"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "1")
-    sh("ip", "-n", ns["s"], "mptcp", "endpoint", "add", S2, "dev", "s2", "signal")
-    sh("ip", "-n", ns["s"], "mptcp", "limits", "set", "subflows", "2", "add_addr_accepted", "0")
-    for name in ns.values():  # as on the rig's nodes; arp_ignore: s2 does not answer for S1
-        sh("ip", "netns", "exec", name, "sysctl", "-qw", "net.ipv4.tcp_no_metrics_save=1",
-           "net.ipv4.conf.all.arp_ignore=1", "net.ipv4.conf.all.arp_announce=2")
-    sh("ip", "netns", "exec", ns["c"], "sysctl", "-qw", "net.ipv4.tcp_wmem=4096 262144 1048576")  # < the queue
-    return ns
-
-
-def transfer(netns: Namespaces, ns: str, *args: str) -> subprocess.Popen:
-    """rig_transfer.py in namespace `ns` as the node agent starts it (python -I)."""
-    return netns.start([sys.executable, "-I", str(TRANSFER), *args], ns,
-                       stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-
-def listening(ns: str, port: int) -> bool:
-    return bool(sh("ip", "netns", "exec", ns, "ss", "-Htln", f"sport = :{port}", check=False).stdout.strip())
-
-
-def listening_sink(netns: Namespaces, ns: dict, port: int, *sink_args: str) -> subprocess.Popen:
-    """A sink in the server namespace, once it listens (the netns fixture stops it after the test)."""
-    sink = transfer(netns, ns["s"], "sink", "--port", str(port), *sink_args)
-    deadline = time.monotonic() + 10
-    while not listening(ns["s"], port):
-        assert time.monotonic() < deadline and sink.poll() is None, "the sink did not listen"
-        time.sleep(0.05)
-    return sink
-
-
-def sink_and_source(netns: Namespaces, ns: dict, port: int, sink_args: list[str],
-                    source_args: list[str]) -> tuple[subprocess.Popen, subprocess.Popen]:
-    """A listening sink in the server namespace, then a source in the client's: (sink, source)
-    processes (the netns fixture stops them after the test if they still run)."""
-    sink = listening_sink(netns, ns, port, "--connections", "1", "--timeout", "120", *sink_args)
-    return sink, transfer(netns, ns["c"], "source", "--target", S1, "--port", str(port), *source_args)
-
-
-def finish(p: subprocess.Popen) -> dict:
-    out, err = p.communicate(timeout=120)
-    assert p.returncode == 0, err or out
-    return json.loads(out)
-
-
-def run_transfer(netns: Namespaces, ns: dict, source_args: list[str], during=None) -> tuple[dict, dict]:
-    """One connection from the client to the server: (source report, sink report). `during()` is
-    called repeatedly while the source runs."""
-    sink, source = sink_and_source(netns, ns, 5400, [], source_args)
-    while source.poll() is None and during is not None:
-        during()
-        time.sleep(0.05)
-    return finish(source), finish(sink)
-
-
-def by_subflow(rows: list[list]) -> dict[tuple[str, str], list[list]]:
-    out: dict[tuple[str, str], list[list]] = {}
-    for r in rows:
-        out.setdefault((r[1].rsplit(":", 1)[0], r[2].rsplit(":", 1)[0]), []).append(r)
-    return out
-
+from fixtures.two_paths import C1, C2, MB, S1, S2, by_subflow, finish, listening_sink, run_transfer, sh, sink_and_source
 
 def test_the_source_reports_each_subflow_over_time(netns, two_paths):
     src, sink = run_transfer(netns, two_paths, ["--seconds", "3", "--sample-ms", "100"])

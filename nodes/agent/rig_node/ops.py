@@ -200,16 +200,13 @@ class Agent:
             self._link(action)
 
     def _link(self, action: dict) -> None:
-        """An interface of the plan goes down, comes up, or has its MPTCP endpoint renewed."""
+        """An interface of the plan goes down or comes back up (with its routes)."""
         with self.routing_lock:
-            if action["action"] == "link" and action["state"] == "down":
+            if action["state"] == "down":
                 routing.link_down(action["iface"])  # its carrier, if it changes, makes the next apply query
                 return
             known, self.known = self.known, None  # until the change has succeeded
-            if action["action"] == "renew":
-                self.known = routing.renew_endpoint(self.plan, action["iface"], known)
-            else:
-                self.known = routing.link_up(self.plan, action["iface"], known)
+            self.known = routing.link_up(self.plan, action["iface"], known)
 
     def timeline_log(self, req: dict) -> dict:
         """Stops the timeline (what has not happened is cancelled) and returns what it did."""

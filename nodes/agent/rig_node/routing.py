@@ -22,7 +22,7 @@ import os
 import re
 import subprocess
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from rig_node import sysctls
 from rig_node.plan import TABLES, Interface, Plan
@@ -315,31 +315,6 @@ def link_up(plan: Plan, name: str, known: Known | None = None) -> Known:
     """The link is back: up again, with its routes (apply for just this interface)."""
     _ip("link", "set", name, "up")
     return update(plan, known, only=name)
-
-
-def renew_endpoint(plan: Plan, name: str, known: Known | None = None) -> Known | None:
-    """Deletes and adds again the interface's endpoint: a `subflow` one opens new subflows, a
-    `signal` one is announced again (after the peers dropped their subflows to it). Returns what
-    is known afterwards (None: nothing, after a query of the endpoints alone)."""
-    i = next((i for i in plan.interfaces if i.name == name and i.up and i.endpoint != "none"), None)
-    if i is None:
-        return known
-    if known is not None and known.current([i.name for i in plan.interfaces]):
-        try:
-            return replace(known, endpoints=_renew(i, known.endpoints, False))
-        except _Stale:
-            pass
-    _renew(i, _endpoints(), True)
-    return None
-
-
-def _renew(i: Interface, endpoints, queried: bool) -> tuple[dict, ...]:
-    ip = _Commands(endpoints, (), queried)
-    for e in [e for e in ip.endpoints if e.get("address") == i.address]:
-        ip.delete_endpoint(e)
-    ip.add_endpoint(i)
-    ip.run()
-    return tuple(ip.endpoints)
 
 
 def _exists(name: str) -> bool:

@@ -9,13 +9,13 @@ from rig_node.validate import Refused, ifname
 
 ALLOWED = frozenset({
     "net.mptcp.enabled", "net.mptcp.allow_join_initial_addr_port", "net.mptcp.blackhole_timeout",
-    "net.mptcp.scheduler", "net.mptcp.pm_type",
+    "net.mptcp.scheduler", "net.mptcp.pm_type", "net.mptcp.path_manager",
     "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
     "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter",
     "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce",
 })
 # Newer than MPTCP itself: skipped where the kernel lacks them.
-OPTIONAL = frozenset({"net.mptcp.blackhole_timeout", "net.mptcp.scheduler"})
+OPTIONAL = frozenset({"net.mptcp.blackhole_timeout", "net.mptcp.scheduler", "net.mptcp.path_manager"})
 _PER_INTERFACE = re.compile(r"net\.ipv4\.conf\.([^/]+)\.rp_filter\Z")
 _VALUE = re.compile(r"(\d{1,10})( \d{1,10}){0,2}\Z|[a-z][a-z0-9_]{0,15}\Z")  # 1-3 numbers, or a name
 _PROC = Path("/proc/sys")

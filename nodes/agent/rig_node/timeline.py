@@ -1,6 +1,6 @@
 """Events on a run's clock, as a node acts them out: at a given unix time an interface goes down or
-comes back up, or what the node sends through it is impaired (tc netem, where the kernel has it),
-or a receiver announces an address of its again (its peer's path to it came back).
+comes back up, or what the node sends through it is impaired (tc netem, where the kernel has it).
+What MPTCP does about a path that went or came back is its path manager's, never the timeline's.
 
 A Timeline is handed every action of a run before the run starts and does each at its time from
 a thread; each done action is logged with its planned and actual time.
@@ -15,7 +15,7 @@ import time
 
 from rig_node import validate as v
 
-ACTIONS = ("link", "impair", "renew")
+ACTIONS = ("link", "impair")
 MOST_ACTIONS = 64
 
 
@@ -59,8 +59,6 @@ def checked(actions: object) -> list[dict]:
         if kind == "link":
             v.only(a, {"id", "action", "at", "iface", "state"}, where)
             item["state"] = v.one_of(v.need(a, "state", where), f"{where}.state", ("up", "down"))
-        elif kind == "renew":
-            v.only(a, {"id", "action", "at", "iface"}, where)
         else:
             v.only(a, {"id", "action", "at", "iface", "rate_bps", "delay_ms", "jitter_ms", "loss_pct"}, where)
             limits = {"rate_bps": (1, 1e11), "delay_ms": (0, 60_000), "jitter_ms": (0, 60_000), "loss_pct": (0, 100)}
