@@ -9,7 +9,7 @@ more bytes acknowledged than at the restore; `subflow`, whether that subflow was
 existed before the cut: TCP's retransmission took it back) or `new` (a path manager opened it
 after the restore); and `half_rate_s`, the time until the path was back at half its pre-cut rate
 (analysis.metrics.recovery_times, 1 s intervals). Prints one line per restore and the
-campaign's path_manager; numbers only, nothing is asserted.
+campaign's paths.manager; numbers only, nothing is asserted.
 """
 
 from __future__ import annotations
@@ -66,7 +66,7 @@ def main() -> None:
     args = parser.parse_args()
     for root in args.campaigns:
         campaign = CampaignDir(root)
-        print(f"{root.name}: path_manager {campaign.campaign().get('path_manager', 'kernel')}")
+        print(f"{root.name}: path manager {(campaign.campaign().get('paths') or {}).get('manager', 'kernel')}")
         for r in restores(campaign):
             fmt = lambda x: "never" if x is None else f"{x:.2f} s"  # noqa: E731
             print(f"  {r['run_id']} pair {r['pair']} {r['path']}: cut {r['down_s']:.2f}-{r['up_s']:.2f} s, "

@@ -21,6 +21,7 @@ from rig.model.campaign import Campaign
 from rig.campaign.plan import Plan, Run
 from rig.model.profiles import lte_profile, wifi_profile
 from rig.model.spec import Impairment
+from rig.model.topology import radio_kind
 
 # Per run: configure, launch, T0 lead, collect, judge (docs/measurements, overhead budget):
 # 19, 21 and 37 ms at 1, 5 and 9 pairs on an idle 2-core host.
@@ -43,8 +44,9 @@ def _receiver_hop(path: str, setup: str) -> tuple[str, str]:
     return "receiver_b", ("lte" if setup == "I" else "wifi")
 
 
-def _path(run: Run, path: str, campaign: Campaign) -> tuple[float, float]:
-    """(rate bps, round trip s) of one path of a pair."""
+def _path(run: Run, radio: str, campaign: Campaign) -> tuple[float, float]:
+    """(rate bps, round trip s) of one path of a pair: the one through the sender's `radio`."""
+    path = radio_kind(radio)
     wifi = wifi_profile(run.wifi_standard).emulation
     lte = lte_profile(campaign.lte_profile).emulation
     links = campaign.radios == "links"
@@ -62,7 +64,7 @@ def _path(run: Run, path: str, campaign: Campaign) -> tuple[float, float]:
             rate = min(rate, wifi_medium / n / 2)
     profiles = {"wifi": wifi, "lte": lte}
     rtt_ms, loss = 0.0, 0.0
-    for hop, kind in ((path, path), _receiver_hop(path, run.setup)):
+    for hop, kind in ((radio, path), _receiver_hop(path, run.setup)):
         imp: Impairment | None = campaign.impairments.get(hop)
         # Jitter is drawn per frame and frames leave in order, so a stream waits about its maximum.
         # On `links` an impairment replaces the hop's profile values; on the radio models it comes
@@ -102,7 +104,7 @@ def _window_seconds(packets: float, rate: float, rtt: float, ssthresh: float) ->
 
 
 def _volume_seconds(run: Run, campaign: Campaign) -> float:
-    paths = ("wifi", "lte") if run.homing == "dual" else (run.homing,)
+    paths = campaign.paths.radios if run.homing == "dual" else (run.homing,)
     measured = [_path(run, p, campaign) for p in paths]
     total = sum(rate for rate, _ in measured)
     ssthresh = campaign.tcp.initial_ssthresh or math.inf

@@ -103,12 +103,12 @@ def _metrics() -> dict[str, Metric]:
         Metric("rtt_ms", "ms", 1, "mean smoothed RTT of all the run's subflow samples (metric_rtt per run)", "time",
                _rtt(None)),
     ]
-    for path in ("lte", "wifi", "total"):
+    for path in ("lte", "lte2", "wifi", "total"):
         m.append(Metric(f"path_bps_{path}", "Mbit/s", 1e6, f"mean throughput of the {path} path per 1 s interval "
                         "(metric_throughput_cv mean_bps)", "time", _study("metric_throughput_cv", "mean_bps", path)))
         m.append(Metric(f"cv_{path}", "1", 1, f"coefficient of variation of the {path} path's per-second throughput "
                         "(metric_throughput_cv)", "time", _study("metric_throughput_cv", "cv", path)))
-    for path in ("lte", "wifi"):
+    for path in ("lte", "lte2", "wifi"):
         m.append(Metric(f"rtt_ms_{path}", "ms", 1, f"mean smoothed RTT of the {path} path's subflow samples", "time",
                         _rtt(path)))
     return {x.name: x for x in m}

@@ -18,7 +18,7 @@ from rig.model.traces import load_trace, trace_path
 from rig.core.errors import InputError
 from rig.model.inputfile import parse_model, read_input
 from rig.model.spec import Event, Impairment, Limits, LossAware, StrictModel, Tcp
-from rig.model.topology import DEFAULT_RADIOS, RADIOS, SETUPS, Setup, check_paths, radio_kind
+from rig.model.topology import DEFAULT_RADIOS, RADIOS, SETUPS, Setup, check_paths
 from rig.core.units import parse_duration, parse_size
 
 Homing = Literal["dual", "lte", "wifi"]
@@ -138,17 +138,28 @@ class Factors(StrictModel):
 
 
 class Paths(StrictModel):
-    """The senders' radios (the address plan's sender sides, in this order) and how a connection's
+    """The senders' radios (the address plan's sender sides, in this order), how a connection's
     subflows are made: paired (the i-th radio to the receiver's i-th side) or fullmesh (every
-    radio in use to every side)."""
+    radio in use to every side), and which path manager makes them."""
 
     radios: list[str] = Field(default=list(DEFAULT_RADIOS))
     mode: Literal["paired", "fullmesh"] = "paired"
+    # What opens a connection's subflows and reopens a path that comes back (docs/campaigns.md,
+    # "Path managers"): upstream's in-kernel path manager. The rig never announces or renews.
+    manager: Literal["kernel", "userspace"] = "kernel"
 
     @field_validator("radios")
     @classmethod
     def _radios(cls, v: list[str]) -> list[str]:
-        check_paths(tuple(v), "fullmesh")  # the mode's own limits: check_radios
+        check_paths(tuple(v))  # with the mode: check_radios
+        return v
+    @field_validator("manager")
+    @classmethod
+    def _manager(cls, v: str) -> str:
+        if v == "userspace":
+            raise ValueError("mptcpd 0.12 (Debian's userspace path manager) reopens no path that comes back on "
+                             "this kernel, and with its sspi plugin the senders join no second path "
+                             "(docs/measurements/2026-11-27-path-managers-after-a-restore.md): use kernel")
         return v
 
 
@@ -171,9 +182,6 @@ class Campaign(StrictModel):
     impairments: dict[Literal["wifi", "lte", "lte2", "receiver_a", "receiver_b"], Impairment] = {}
     links: None = None  # the old name: refused with a pointer to `impairments`
     events: list[Event] = []
-    # What opens a connection's subflows and reopens a path that comes back (docs/campaigns.md,
-    # "Path managers"): upstream's in-kernel path manager. The rig never announces or renews.
-    path_manager: Literal["kernel", "userspace"] = "kernel"
     loss_aware: LossAware = LossAware()
     paths: Paths = Paths()
     tcp: Tcp = Tcp()
@@ -186,15 +194,6 @@ class Campaign(StrictModel):
             raise ValueError("replaced by 'impairments', whose entries name the hop they act on (wifi, lte: the "
                              "senders' access links; receiver_a, receiver_b) and the direction (docs/campaigns.md)")
         return None
-
-    @field_validator("path_manager")
-    @classmethod
-    def _path_manager(cls, v: str) -> str:
-        if v == "userspace":
-            raise ValueError("mptcpd 0.12 (Debian's userspace path manager) reopens no path that comes back on "
-                             "this kernel, and with its sspi plugin the senders join no second path "
-                             "(docs/measurements/2026-11-27-path-managers-after-a-restore.md): use kernel")
-        return v
 
     @field_validator("setups")
     @classmethod
@@ -227,21 +226,17 @@ def parse_campaign(text: str, source: str) -> Campaign:
 
 
 def check_radios(campaign: Campaign, source: str) -> None:
-    """Every path a campaign names is a radio its senders have: the homings' kinds, the backup
-    path, the events' and impairments' paths; a full mesh only on multi-homed runs."""
+    """The radios and the mode go together (check_paths), and every path a campaign names is a
+    radio its senders have: the single homings, the backup path, the events' and impairments' paths."""
     radios = campaign.paths.radios
     try:
         check_paths(tuple(radios), campaign.paths.mode)
     except ValueError as e:
         raise InputError(source, "paths.radios", str(e)) from None
     for i, homing in enumerate(campaign.factors.homing):
-        used = [r for r in radios if homing == "dual" or radio_kind(r) == homing]
-        if not used:
+        if homing != "dual" and homing not in radios:
             raise InputError(source, f"factors.homing[{i}]", f"{homing}: the senders have no {homing} radio "
                              f"(paths.radios: {', '.join(radios)})")
-        if campaign.paths.mode == "fullmesh" and len(used) < 2:
-            raise InputError(source, f"factors.homing[{i}]", f"{homing}: a full mesh (paths.mode) needs senders "
-                             f"with two radios in use, a {homing}-homed sender has one")
     for i, backup in enumerate(campaign.factors.backup):
         if backup != "none" and backup not in radios:
             raise InputError(source, f"factors.backup[{i}]", f"{backup}: not one of the senders' radios "

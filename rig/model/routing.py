@@ -40,7 +40,7 @@ NODE_SYSCTLS = {
     "net.mptcp.enabled": "1",
     "net.mptcp.allow_join_initial_addr_port": "1",
     "net.mptcp.blackhole_timeout": "0",  # skipped on kernels older than it
-    # upstream's in-kernel path manager, the campaign's path_manager (rig.model.campaign refuses
+    # upstream's in-kernel path manager, the campaign's paths.manager (rig.model.campaign refuses
     # userspace: mptcpd 0.12 reopens no path here); skipped on kernels older than the sysctl
     "net.mptcp.path_manager": "kernel",
     "net.ipv4.tcp_no_metrics_save": "1",

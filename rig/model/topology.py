@@ -111,15 +111,17 @@ class Pair:
         raise KeyError(f"{self.sender} has no {role} radio")
 
     def used(self, homing: str) -> tuple[RadioInterface, ...]:
-        """The radios a homing uses: dual, every radio; wifi or lte, those of that kind."""
-        return self.radios if homing == "dual" else tuple(r for r in self.radios if r.path == homing)
+        """The radios a homing uses: dual, every radio; wifi or lte, that one radio (single-homed)."""
+        return self.radios if homing == "dual" else (self.radio(homing),)
 
     def subflows(self, homing: str, mode: str) -> tuple[Subflow, ...]:
         """The subflows each connection must have under `homing`: paired, each radio in use to
-        the side of its own index; fullmesh, each radio in use to each side."""
-        if mode == "paired":
-            return tuple(Subflow(r.role, r, self.sides[self.radios.index(r)]) for r in self.used(homing))
-        return tuple(Subflow(f"{r.role}-{side}", r, s) for r in self.used(homing) for side, s in zip(SIDES, self.sides))
+        the side of its own index; fullmesh, each radio in use to each side. A single-homed
+        connection has one subflow, paired, whatever the mode (a single-path baseline)."""
+        used = self.used(homing)
+        if mode == "paired" or len(used) == 1:
+            return tuple(Subflow(r.role, r, self.sides[self.radios.index(r)]) for r in used)
+        return tuple(Subflow(f"{r.role}-{side}", r, s) for r in used for side, s in zip(SIDES, self.sides))
 
 
 @dataclass(frozen=True)
@@ -192,15 +194,19 @@ def radio_kind(role: str) -> PathKind:
     return RADIO_NETWORKS[ATTACHMENTS[SENDER_SIDES[role][1]][1]]
 
 
-def check_paths(radios: tuple[str, ...], mode: str) -> None:
-    """ValueError naming what is wrong with a choice of senders' radios and subflow mode."""
+def check_paths(radios: tuple[str, ...], mode: str | None = None) -> None:
+    """ValueError naming what is wrong with a choice of senders' radios (and with `mode`, their subflow mode)."""
     unknown = [r for r in radios if r not in RADIOS]
     if unknown:
         raise ValueError(f"{unknown[0]!r} is no sender radio of the address plan (one of {', '.join(RADIOS)})")
     if not radios or len(set(radios)) != len(radios):
         raise ValueError("list each radio once, at least one")
+    if mode is None:
+        return
     if mode not in MODES:
         raise ValueError(f"mode {mode!r} is not one of {', '.join(MODES)}")
+    if mode == "fullmesh" and len(radios) < 2:
+        raise ValueError("a full mesh needs senders with two radios or more: a single-homed sender has one path")
     if mode == "paired" and len(radios) > len(SIDES):
         raise ValueError(f"paired mode pairs each radio with one of the receivers' {len(SIDES)} sides: "
                          f"{len(radios)} radios need mode fullmesh")

@@ -44,7 +44,8 @@ SWITCH_SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair
 
 
 def _path_by_address(topo: Topology) -> dict[str, str]:
-    return {str(i.address): i.path for i in topo.interfaces}
+    """A sender's address -> its path: the radio's role (wifi, lte, lte2)."""
+    return {str(r.address): r.role for p in topo.pairs for r in p.radios}
 
 
 def transfer_subflow_table(reports: dict[str, dict], topo: Topology) -> pa.Table:

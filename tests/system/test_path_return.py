@@ -6,7 +6,7 @@ rig's senders are, and its server), path 2's link goes down in the client, as a 
 its signal (its routes go with it, its address stays), and comes back with its routes, as the
 node agent's `link_up` brings it. Then:
 
-- the in-kernel path manager (`path_manager: kernel`) keeps the stalled subflow, and that same
+- the in-kernel path manager (`paths.manager: kernel`) keeps the stalled subflow, and that same
   subflow carries data again (at its next retransmission);
 - mptcpd 0.12 with its addr_adv plugin (the in-kernel path manager, endpoints managed by mptcpd)
   does nothing on the link's return: the endpoints stay as they were and the same stalled
@@ -14,7 +14,7 @@ node agent's `link_up` brings it. Then:
 - mptcpd 0.12 with its sspi plugin (net.mptcp.path_manager=userspace) opens no subflow on path 2
   at all: sspi only announces the client's other addresses to the server, whose in-kernel path
   manager opens no subflow towards a client.
-Which is why a campaign's `path_manager: userspace` is refused here (rig.model.campaign).
+Which is why a campaign's `paths.manager: userspace` is refused here (rig.model.campaign).
 """
 
 from __future__ import annotations

@@ -27,8 +27,8 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("name: x\nfactors: {cc: [cubic, cubic]}\n", "factors.cc", "twice"),
         ("name: x\npairs: 1\npairs: 2\n", "pairs", "given twice"),
         ("- just\n- a list\n", "(top level)", "mapping"),
-        ("name: x\npath_manager: fullmesh\n", "path_manager", "'kernel' or 'userspace'"),
-        ("name: x\npath_manager: userspace\n", "path_manager", "mptcpd 0.12"),
+        ("name: x\npaths: {manager: fullmesh}\n", "paths.manager", "'kernel' or 'userspace'"),
+        ("name: x\npaths: {manager: userspace}\n", "paths.manager", "mptcpd 0.12"),
     ],
 )
 def test_bad_field_is_named(text, field, words):
@@ -40,10 +40,10 @@ def test_bad_field_is_named(text, field, words):
 
 
 def test_the_path_manager_is_the_kernels_unless_named():
-    assert parse_campaign("name: x\n", "c.yaml").path_manager == "kernel"
+    assert parse_campaign("name: x\n", "c.yaml").paths.manager == "kernel"
     for name in ("seed004-cut", "seed004-cut-emulated"):  # the cut studies name it
         text = (REPO / "campaigns" / f"{name}.yaml").read_text()
-        assert "path_manager: kernel" in text and parse_campaign(text, name).path_manager == "kernel"
+        assert "manager: kernel" in text and parse_campaign(text, name).paths.manager == "kernel"
 
 
 def test_good_default_campaign_parses():
