@@ -144,10 +144,12 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
     resume_hint = f"rig campaign run {file} --out {out} --resume"
     with _disk_full_named(store.root, resume_hint):
         discarded = store.discard_partial()
+        rerun = store.set_aside_rig_faults()
         finished = store.finished_ids()
         todo = [r for r in plan.runs if r.run_id not in finished]
         progress = progress or Progress(len(plan.runs), done=len(finished))
-        progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else ""))
+        progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else "")
+                      + (f"; running again what the rig's faults failed: {', '.join(rerun)}" if rerun else ""))
         progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
 
         t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
@@ -256,7 +258,7 @@ def _failed_record(ctx: RunContext, run: Run, reason: str, started: str, store: 
     pairs = [{"pair": p.index, "sender": p.sender, "receiver": p.receiver, "status": "failed", "reason": reason}
              for p in ctx.topo.pairs]
     return RunRecord(run=run, status="failed", reason=reason, started_at=started, finished_at=utc_now(), pairs=pairs,
-                     details={"lost_component": True, "lag_retries": store.attempts(run.run_id)})
+                     details={"lost_component": True, "lag_retries": store.lagged_attempts(run.run_id)})
 
 
 def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,
@@ -267,12 +269,12 @@ def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress
     progress.starting(run.run_id)
     t = time.monotonic()
     record, retried_s = execute_run(ctx, run, next_run, during), 0.0
-    while record.details.get("lagged") and store.attempts(run.run_id) < lag_retries:
+    while record.details.get("lagged") and store.lagged_attempts(run.run_id) < lag_retries:
         kept = store.write_attempt(record)
         retried_s += record.details.get("transfer_s") or 0.0
         progress.note(f"{run.run_id}: {record.reason}; running it again (attempt kept as {kept.parent.name}/{kept.name})")
         record = execute_run(ctx, run, next_run)
-    record.details["lag_retries"] = store.attempts(run.run_id)
+    record.details["lag_retries"] = store.lagged_attempts(run.run_id)
     outcome = record.status if not record.reason else f"{record.status} - {record.reason}"
     progress.finished(run.run_id, outcome, time.monotonic() - t)
     return record, retried_s

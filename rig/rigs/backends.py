@@ -33,13 +33,19 @@ RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / 
 
 def configure_nodes(topo: Topology, agents: AgentPool, run_settings: RunSettings, radios: Radios | None = None,
                     senders: bool = True) -> RunContext:
-    """Every node's routing plan for the setup (senders dual-homed). senders=False: the receivers'
-    only; each run's configure gives the senders the plan of its homing (rig.run.execute), so a
+    """Every node cleared of traffic programs no agent owns, and its routing plan for the setup
+    (senders dual-homed). senders=False: the receivers' plans only; each run's configure gives the senders the plan of its homing (rig.run.execute), so a
     campaign does not apply a sender's plan twice when a block's first run is not dual-homed."""
     ctx = RunContext(topo=topo, agents=agents, settings=run_settings, radios=radios or NoRadios(),
                      shared_clock=isinstance(radios, EmulatedRadios))
     hosts = topo.nodes if senders else [h for h in topo.nodes if h not in {p.sender for p in topo.pairs}]
-    agents.each(hosts, lambda a: ctx.apply(a, "paths", plan=node_plan(topo, a.host)))
+
+    def node(a) -> None:
+        # What a killed campaign or agent left running (a sink holding its port): stopped first.
+        a.request("stop_strays")
+        if a.host in hosts:
+            ctx.apply(a, "paths", plan=node_plan(topo, a.host))
+    agents.each(topo.nodes, node)
     return ctx
 
 

@@ -30,7 +30,7 @@ import pyarrow.parquet as pq
 from rig.store import formats
 from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.reader import (ATTEMPTS, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS, TIMESERIES,
-                              TRANSFERS, CAMPAIGN_FILE, CampaignDir)
+                              TRANSFERS, CAMPAIGN_FILE, CampaignDir, RunDir)
 from rig.model.spec import Run
 
 if TYPE_CHECKING:  # the store writes a plan it is given; planning is the campaign's
@@ -104,7 +104,8 @@ class CampaignStore:
 
     @classmethod
     def find_resumable(cls, out: Path, plan: Plan) -> "CampaignStore | None":
-        """The newest unfinished campaign directory under `out` with the same plan. A plan.json or
+        """The newest unfinished campaign directory under `out` with the same plan (a run not
+        recorded, or one the rig's faults failed: set_aside_rig_faults). A plan.json or
         a run's status.json in a format this rig cannot read is refused (InputError) before
         anything is written."""
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
@@ -114,8 +115,10 @@ class CampaignStore:
                 saved = store.dir.plan()
             except (OSError, json.JSONDecodeError):
                 continue
-            if saved.get("digest") == plan.digest and len(store.finished_ids()) < len(plan.runs):
-                store.rows()  # reads every recorded run's status.json now, checking its format
+            if saved.get("digest") != plan.digest:
+                continue
+            store.rows()  # reads every recorded run's status.json now, checking its format
+            if len(store.finished_ids()) < len(plan.runs) or store.rig_faults():
                 return store
         return None
 
@@ -168,8 +171,28 @@ class CampaignStore:
         return run_rows(rec.run.run_id, self.names, *self.record_docs(rec))
 
     def attempts(self, run_id: str) -> int:
-        """How many earlier attempts of this run were set aside (write_attempt)."""
+        """How many earlier attempts of this run were set aside (write_attempt, set_aside_rig_faults)."""
         return len(self.dir.attempts(run_id))
+
+    def lagged_attempts(self, run_id: str) -> int:
+        """How many of them were set aside because the emulator lagged."""
+        return sum(1 for a in self.dir.attempts(run_id) if a.status().get("lagged"))
+
+    def rig_faults(self) -> list[RunDir]:
+        """Recorded runs that failed because a part of the rig was lost (`lost_component`)."""
+        return [run for run in self.dir.recorded() if run.status().get("lost_component")]
+
+    def set_aside_rig_faults(self) -> list[str]:
+        """The rig_faults, moved to attempts/ like a lagged attempt: they say nothing of the
+        network, and are run again."""
+        moved = []
+        for run in self.rig_faults():
+            self.attempts_dir.mkdir(exist_ok=True)
+            os.rename(run.path, self.attempts_dir / f"{run.run_id}.{self.attempts(run.run_id) + 1}")
+            moved.append(run.run_id)
+        if moved:
+            self._rows = None
+        return moved
 
     def write_attempt(self, rec: RunRecord) -> Path:
         """Keep an attempt that will be run again, as a whole run directory outside runs/, so it

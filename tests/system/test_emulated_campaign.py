@@ -241,6 +241,8 @@ def test_killed_campaign_resumes_with_each_run_exactly_once(tmp_path, emulator, 
     assert recorded == plan_ids  # no partial leftovers, nothing twice
     rows = pq.read_table(root / "runs.parquet").to_pylist()
     assert sorted(r["run_id"] for r in rows) == plan_ids
+    # nothing of the killed campaign (its programs, their ports and connections) spoils a resumed run
+    assert [(r["run_id"], r["reason"]) for r in rows if r["status"] != "ok"] == []
     for run_id in recorded_before:  # finished runs were not redone
         assert f"{run_id}:" not in p.stderr
 

@@ -162,6 +162,18 @@ def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, em
     # The killed agents' transfer processes were stopped; the last agents stopped their own.
     assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
 
+    # The rig's faults say nothing of the network: --resume runs those runs again, their failed
+    # records kept aside as attempts, never in the runs table.
+    proc, log = _start(tmp_path, _campaign(tmp_path, 5), rig_prefix, "--resume")
+    assert _finish(proc) == 0, log.read_text()
+    redone = sorted(r["run_id"] for r in failed)
+    assert f"running again what the rig's faults failed: {', '.join(redone)}" in log.read_text()
+    _, rows, plan_ids = _runs(tmp_path / "results")
+    assert sorted(r["run_id"] for r in rows) == plan_ids
+    assert [(r["run_id"], r["reason"]) for r in rows if r["status"] != "ok"] == []
+    kept = sorted(d.name for d in (root / "attempts").iterdir())
+    assert kept == [f"{run_id}.1" for run_id in redone]
+
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGSTOP], ids=["broken", "unresponsive"])
 def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig):
