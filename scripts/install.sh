@@ -14,8 +14,9 @@ APT_PACKAGES=(
   chrony                             # chronyc: a lab node's clock offset per run (the node agent)
   hostapd iw                         # the real hostapd parses the rendered AP configs
   mptcpd mptcpd-plugins              # the path-return test: mptcpd's path managers beside the kernel's
+  wpasupplicant libconfig9 nftables  # ... wpa_supplicant, libconfig (srsRAN's parser) and nft the nodes', eNodeB's and APs' ones
   influxdb                           # the embedded time-series sink of the demo and the tests
-  ansible ansible-core openssh-server openssh-client
+  ansible ansible-core openssh-server openssh-client  # Debian's 2.14: the playbooks refuse it; .venv has the pinned one
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
   bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them

@@ -24,6 +24,17 @@ KNOWN_CCS = LINUX_CCS + RIG_CCS
 BTF = Path("/sys/kernel/btf/vmlinux")
 OUT_OF_TREE_MODULES = {"lia": "mptcp_coupled", "olia": "mptcp_olia", "balia": "mptcp_balia"}
 LOCAL_FIX = "rig cc register, or ensure_registered()"
+# The rig's BPF CCs call the bpf_rdonly_cast kfunc, which kernels before 6.2 lack (Debian 12's is 6.1).
+MIN_KERNEL = (6, 2)
+
+
+def kernel_version(release: str) -> tuple[int, int] | None:
+    """(major, minor) of a kernel release such as 6.1.0-18-arm64; None if it has none."""
+    parts = release.split("-")[0].split(".")
+    try:
+        return int(parts[0]), int(parts[1])
+    except (IndexError, ValueError):
+        return None
 
 
 def available() -> set[str]:
@@ -45,13 +56,14 @@ class KernelFacts:
     struct_ops: bool = False  # BPF struct_ops tcp_congestion_ops
     modules: frozenset[str] = frozenset()  # out-of-tree CC modules the kernel has (loaded or not)
     missing_tools: tuple[str, ...] = ()
+    release: str = ""  # uname -r; empty from an agent that does not say
 
 
 def facts_from(reply: dict) -> KernelFacts:
     """KernelFacts from a node agent's `facts` reply (nodes/agent/rig_node/facts.py)."""
     return KernelFacts(frozenset(reply.get("available", [])), bool(reply.get("mptcp")), bool(reply.get("out_of_tree")),
                        bool(reply.get("btf")), bool(reply.get("struct_ops")), frozenset(reply.get("modules", [])),
-                       tuple(reply.get("missing_tools", [])))
+                       tuple(reply.get("missing_tools", [])), str(reply.get("release", "")))
 
 
 def local_facts() -> KernelFacts:
@@ -69,6 +81,7 @@ class Cause(enum.Enum):
     NO_MPTCP = "no MPTCP"
     NO_BTF = "no BTF"
     NO_STRUCT_OPS = "no struct_ops"
+    OLD_KERNEL = "kernel too old"
     NO_BUILD_TOOLS = "no build tools"
     NOT_REGISTERED = "not registered"
     NO_SOURCES = "no sources"  # this host: the BPF sources are not there
@@ -104,6 +117,10 @@ def why_not(name: str, facts: KernelFacts, fix: str) -> WhyNot | None:
         return WhyNot(Cause.NO_MPTCP, "kernel has no MPTCP (CONFIG_MPTCP)")
     if not facts.btf:
         return WhyNot(Cause.NO_BTF, f"kernel has no BTF ({BTF}); BPF congestion controls need CONFIG_DEBUG_INFO_BTF")
+    version = kernel_version(facts.release)
+    if version is not None and version < MIN_KERNEL:
+        return WhyNot(Cause.OLD_KERNEL, f"kernel {facts.release} is older than {'.'.join(map(str, MIN_KERNEL))}, "
+                                        "which the rig's BPF congestion controls need (the bpf_rdonly_cast kfunc)")
     if not facts.struct_ops:
         return WhyNot(Cause.NO_STRUCT_OPS,
                       "kernel has no BPF struct_ops tcp_congestion_ops (needs >= 5.6 with CONFIG_BPF_JIT)")

@@ -13,7 +13,8 @@ import yaml
 from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import REPO
 
-PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml", "grafana.yml"]
+PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml", "grafana.yml",
+             "check.yml", "ansible_version.yml"]
 ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
 
 
@@ -114,7 +115,7 @@ def test_node_role_check_mode_touches_nothing(tmp_path):
 
 
 # Roles whose tasks/main.yml starts with a read-only preflight (tag preflight).
-PREFLIGHT_ROLES = ["ap_hostapd", "enb_oai", "enb_srsran", "epc_open5gs"]
+PREFLIGHT_ROLES = ["ap_hostapd", "core_router", "enb_oai", "enb_srsran", "epc_open5gs"]
 # What a preflight may do: read, judge, and (read-only) ask the system.
 READ_ONLY = {"ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.stat", "ansible.builtin.slurp",
              "ansible.builtin.command", "ansible.builtin.import_tasks", "ansible.builtin.fail", "ansible.builtin.debug"}
@@ -147,11 +148,14 @@ def test_role_starts_with_a_read_only_preflight(role):
     ("enb1", "rig_enb_implementation=srsran", "enb1: enb_srsran_s1_address 10.0.1.4 must be an address of this host"),
     ("epc1", "rig_enb_implementation=srsran", "epc1: epc_open5gs_s1_address 10.0.1.3 is not an address of this host"),
     ("ap2", "rig_wifi_standard=ac", "ap2: wlan0 is not a wireless interface"),
+    ("s1", "rig_setup=I", "s1: no interface wifi_if=wlan0 (it has "),
+    ("s1", "wifi_if=lo", "s1: lte_if=wwan0 is no qmi modem port (driver none, control port none) and no Quectel"),
 ])
 def test_preflight_on_this_host_fails_with_one_clear_message(tmp_path, host, extra, message):
     """The lab roles' preflights on this Debian 12 host, in check mode (connection local): OAI is
     refused for the distribution; the others pass their distribution checks and stop at what this
-    host lacks (the lab's addresses, a wireless interface). Nothing is changed."""
+    host lacks (the lab's addresses, a wireless interface; a node's interfaces and LTE modem).
+    Nothing is changed."""
     os_release = dict(line.split("=", 1) for line in Path("/etc/os-release").read_text().splitlines() if "=" in line)
     if (os_release.get("ID"), os_release.get("VERSION_ID", "").strip('"')) != ("debian", "12"):
         pytest.skip("the expected messages are those of a Debian 12 host")

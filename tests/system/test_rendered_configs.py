@@ -342,9 +342,9 @@ def test_open5gs_configs_parse(rendered):
     assert nfs["smf"]["smf"]["mtu"] == "1400"
 
 
-OPEN5GS = yaml.safe_load((GOLDEN.parent / "upstream" / "open5gs-2.7.7.yaml").read_text())
+OPEN5GS = yaml.safe_load((GOLDEN.parent / "upstream" / "open5gs-2.8.0.yaml").read_text())
 EPC_ROLE = ANSIBLE / "roles" / "epc_open5gs"
-# The [Link] settings of the open5gs-upf package's own 99-open5gs.network (Open5GS 2.7).
+# The [Link] settings of the open5gs-upf package's own 99-open5gs.network (Open5GS 2.7 and 2.8).
 OPEN5GS_OGSTUN_LINK = {"MTUBytes": "1400", "RequiredForOnline": "false"}
 
 

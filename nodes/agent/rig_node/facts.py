@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import platform
 import shutil
 import subprocess
 from pathlib import Path
@@ -33,6 +34,7 @@ def kernel_facts() -> dict:
         "mptcp": Path("/proc/sys/net/mptcp/enabled").exists(),
         "out_of_tree": out_of_tree,
         "btf": BTF.exists(),
+        "release": platform.release(),
         "struct_ops": _has_struct_ops(),
         "modules": modules,
         "missing_tools": [t for t in BUILD_TOOLS if shutil.which(t) is None],
