@@ -59,14 +59,11 @@ PROGRAMS: tuple[Program, ...] = (
     Program("ethtool", "ethtool", "offloads off in the CC end-to-end test", "tests"),
     Program("ping", "iputils-ping", "reachability by hand (rig emu up prints it)", "lab"),
     Program("hostapd", "hostapd", "parses the rendered AP configs", "tests"),
-<<<<<<< HEAD
     # outside PATH (Debian's systemd unit starts it): named by its path
     Program("/usr/libexec/mptcpd", "mptcpd", "mptcpd's path managers after a path returns (test_path_return)", "tests"),
-=======
     Program("wpa_supplicant", "wpasupplicant", "parses the rendered WiFi client configs", "tests"),
     Program("chronyd", "chrony", "parses the rendered chrony.conf (chronyd -p)", "tests"),
     Program("nft", "nftables", "checks the APs' rendered upstream NAT (nft -c)", "tests"),
->>>>>>> h31
     Program("iw", "iw", "WiFi adapter capabilities (ap_hostapd preflight)", "lab"),
     Program("influxd", "influxdb", "the embedded time-series sink (rig influx start)", "demo"),
     Program("git", "git", "provenance: the rig's commit in every campaign", "rig"),
