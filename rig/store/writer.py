@@ -103,18 +103,22 @@ class CampaignStore:
         return cls(root)
 
     @classmethod
-    def find_resumable(cls, out: Path, plan: Plan) -> "CampaignStore | None":
-        """The newest unfinished campaign directory under `out` with the same plan. A plan.json or
-        a run's status.json in a format this rig cannot read is refused (InputError) before
-        anything is written."""
+    def find_resumable(cls, out: Path, plan: Plan, shard: str | None = None,
+                       run_ids: set[str] | None = None) -> "CampaignStore | None":
+        """The newest unfinished campaign directory under `out` with the same plan and the same
+        shard (metadata.json's `shard`; None: the whole campaign), unfinished meaning that some of
+        `run_ids` (default: the plan's) are not recorded. A plan.json or a run's status.json in a
+        format this rig cannot read is refused (InputError) before anything is written."""
+        wanted = run_ids if run_ids is not None else {r.run_id for r in plan.runs}
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
         for plan_file in candidates:
             store = cls(plan_file.parent)
             try:
                 saved = store.dir.plan()
-            except (OSError, json.JSONDecodeError):
+                its_shard = store.dir.metadata().get("shard")
+            except (OSError, json.JSONDecodeError, AttributeError):
                 continue
-            if saved.get("digest") == plan.digest and len(store.finished_ids()) < len(plan.runs):
+            if saved.get("digest") == plan.digest and its_shard == shard and not wanted <= store.finished_ids():
                 store.rows()  # reads every recorded run's status.json now, checking its format
                 return store
         return None
