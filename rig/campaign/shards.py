@@ -62,5 +62,5 @@ def shard_runs(plan: Plan, shard: Shard) -> tuple[Run, ...]:
     """The runs of `shard`, in plan order; refused when the campaign has fewer runs than shards."""
     if shard.count > len(plan.runs):
         raise InputError("command line", "--shard", f"{shard}: the campaign {plan.campaign.name} has only "
-                                                    f"{len(plan.runs)} runs, fewer than {shard.count} shards")
+                                                    f"{len(plan.runs)} run(s), fewer than {shard.count} shards")
     return tuple(r for r, k in zip(plan.runs, shard_numbers(plan, shard.count)) if k == shard.index)

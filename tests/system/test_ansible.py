@@ -113,7 +113,7 @@ def test_node_role_check_mode_touches_nothing(tmp_path):
 
 
 # Roles whose tasks/main.yml starts with a read-only preflight (tag preflight).
-PREFLIGHT_ROLES = ["ap_hostapd", "enb_oai", "enb_srsran", "epc_open5gs"]
+PREFLIGHT_ROLES = ["ap_hostapd", "emulator", "enb_oai", "enb_srsran", "epc_open5gs"]
 # What a preflight may do: read, judge, and (read-only) ask the system.
 READ_ONLY = {"ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.stat", "ansible.builtin.slurp",
              "ansible.builtin.command", "ansible.builtin.import_tasks", "ansible.builtin.fail", "ansible.builtin.debug"}

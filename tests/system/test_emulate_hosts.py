@@ -73,7 +73,7 @@ def playbook(inv: Path, campaign: Path, tmp_path: Path, *extra: str) -> list[str
 
 
 def shard_dirs(tmp_path: Path, host: str) -> list[Path]:
-    return sorted((tmp_path / host).glob("spread-*/shard-*/spread-*"))
+    return sorted(d for d in (tmp_path / host).glob("spread-*/shard-*/spread-*") if d.is_dir())
 
 
 def recorded(tmp_path: Path, host: str) -> int:

@@ -53,7 +53,7 @@ def test_a_bad_shard_is_refused(text, problem):
 
 def test_more_shards_than_runs_is_refused():
     plan = expand(parse_campaign(TEXT.replace("repetitions: 7", "repetitions: 1"), "t"))
-    with pytest.raises(InputError, match="only 9 runs, fewer than 10 shards"):
+    with pytest.raises(InputError, match=r"only 9 run\(s\), fewer than 10 shards"):
         shard_runs(plan, Shard(1, 10))
 
 
