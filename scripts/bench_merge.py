@@ -71,7 +71,7 @@ def main() -> None:
     assert len(merged.recorded_ids()) == len(plan.runs)
     rows = merged.runs_table(["run_id"]).num_rows
     cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    print(f"| runs | shards | pairs | shards written (s) | merge wall (s) | merge CPU (s) | peak RSS (MB) | runs.parquet rows |")
+    print("| runs | shards | pairs | shards written (s) | merge wall (s) | merge CPU (s) | peak RSS (MB) | runs.parquet rows |")
     print("|---|---|---|---|---|---|---|---|")
     print(f"| {len(plan.runs):,} | {args.shards} | {args.pairs} | {written:.0f} | {wall:.1f} | {cpu:.1f} | "
           f"{after.ru_maxrss / 1024:.0f} | {rows:,} |")  # the largest child's: the merge (Linux: KB)

@@ -15,27 +15,19 @@ shard's runs/ where its table lags them); metadata.json names each directory's h
 
 from __future__ import annotations
 
-import errno
 import filecmp
-import os
-import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 
 from rig.core.errors import InputError
 from rig.core.yamlfile import load_yaml
 from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.inputs import campaign_dir
-from rig.store.reader import (CAMPAIGN_FILE, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS,
-                              TIMESERIES, TRANSFERS, CampaignDir)
-from rig.store.writer import utc_now, write_atomic, write_json
-
-# What the writer records of a run (not what others add later, e.g. rig sync's influx.json).
-RECORD = (PARAMS, STATUS, PAIRS, TRANSFERS, TIMESERIES, LOGS)
+from rig.store.reader import CAMPAIGN_FILE, METADATA, PLAN, RUNS_TABLE, CampaignDir
+from rig.store.writer import RECORD, CampaignStore, utc_now
 # Provenance that a merge keeps when every directory agrees, else lists (rig.store.provenance).
 PROVENANCE = ("rig", "rig_version", "git_commit", "kernel", "tools")
 SHOWN = 3  # run ids a refusal names before "and N more"
@@ -104,6 +96,10 @@ def check(dirs: list[Path], to: Path, partial: bool = False) -> tuple[list[Sourc
     to = Path(to)
     if to.exists() or to.is_symlink():
         raise InputError(str(to), "--to", "exists: the merge makes a new campaign directory")
+    staging = to.with_name(f".{to.name}.creating")
+    if staging.exists():
+        raise InputError(str(to), "--to", f"{staging} exists: another merge to it is under way, or one was killed "
+                                          "(then remove it)")
     seen: dict[Path, Path] = {}
     for d in dirs:
         real = Path(d).resolve()
@@ -157,58 +153,21 @@ def merge(dirs: list[Path], to: Path, partial: bool = False) -> MergeResult:
     first = sources[0]
     name = first.plan["campaign"]
     campaign_id = to.name.removeprefix(f"{name}-")  # as the writer names its directories
-    to.parent.mkdir(parents=True, exist_ok=True)
-    staging = to.with_name(f".{to.name}.merging")
-    shutil.rmtree(staging, ignore_errors=True)  # a merge killed before
-    try:
-        (staging / RUNS).mkdir(parents=True)
-        write_atomic(staging / CAMPAIGN_FILE, first.campaign_text)
-        write_json(staging / PLAN, {**first.plan, "campaign_id": campaign_id})
+
+    def fill(store: CampaignStore) -> None:
         for s in sources:
+            taken = set(s.taken)
             for run_id in s.taken:
-                _link_run(s.dir.run(run_id).path, staging / RUNS / run_id)
-            _link_attempts(s, staging)
-        table = _runs_table(sources, (name, campaign_id))
-        pq.write_table(table, staging / RUNS_TABLE)
-        write_json(staging / METADATA, _metadata(sources, name, campaign_id))
-        os.rename(staging, to)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
+                store.link_run(s.dir.run(run_id).path)
+            for attempt in s.dir.attempts():  # the attempts set aside of its runs (their lag_retries count them)
+                if attempt.run_id.rpartition(".")[0] in taken:
+                    store.link_run(attempt.path, attempt=True)
+        store.write_table(_runs_table(sources, (name, campaign_id)))
+
+    to.parent.mkdir(parents=True, exist_ok=True)
+    CampaignStore.assemble(to, first.campaign_text, {**first.plan, "campaign_id": campaign_id},
+                           _metadata(sources, name, campaign_id), fill)
     return MergeResult(to, len(first.plan["runs"]), sum(len(s.taken) for s in sources), missing, twice, sources)
-
-
-def _link(src: Path, dst: Path) -> None:
-    """A hard link (the store never rewrites a file in place), a copy across filesystems."""
-    try:
-        os.link(src, dst)
-    except OSError as e:
-        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
-            raise
-        shutil.copy2(src, dst)
-
-
-def _link_run(src: Path, dst: Path) -> None:
-    dst.mkdir()
-    for name in RECORD:
-        p = src / name
-        if p.is_dir():
-            (dst / name).mkdir()
-            with os.scandir(p) as entries:
-                for e in entries:
-                    if e.is_file():
-                        _link(Path(e.path), dst / name / e.name)
-        elif p.is_file():
-            _link(p, dst / name)
-
-
-def _link_attempts(s: Source, staging: Path) -> None:
-    """The attempts set aside of the runs taken from `s` (the run's own lag retries count them)."""
-    taken = set(s.taken)
-    for attempt in s.dir.attempts():
-        if attempt.run_id.rpartition(".")[0] in taken:
-            (staging / "attempts").mkdir(exist_ok=True)
-            _link_run(attempt.path, staging / "attempts" / attempt.run_id)
 
 
 def _runs_table(sources: list[Source], names: tuple[str, str]) -> pa.Table:
