@@ -4,7 +4,7 @@
     .venv/bin/python scripts/bench_merge.py                      # 100,000 runs, 3 shards
     .venv/bin/python scripts/bench_merge.py --runs 10000 --shards 2 --pairs 5
 
-A campaign of --runs runs (one cell x repetitions ... a 100-cell matrix) is expanded, split into
+A campaign of --runs runs (a 100-cell matrix x repetitions; below 150 runs one cell) is expanded, split into
 --shards shards (rig.campaign.shards) and each shard recorded by the run store itself
 (rig.store.synthetic.write_shard: CampaignStore.write_run per run, no time series, --pairs pairs)
 under a scratch directory; writing them is not timed. Then `rig campaign merge` runs in a fresh
@@ -33,9 +33,9 @@ from rig.store.synthetic import write_shard  # noqa: E402
 
 
 def campaign_text(runs: int, pairs: int) -> str:
-    """100 cells (setups x connections x homings x CCs) x runs/100 repetitions, 3 blocks."""
+    """100 cells (2 setups x 5 connections x 2 homings x 5 CCs) x runs/100 repetitions, 2 blocks."""
     reps = max(1, runs // 100)
-    return (f"name: bench-merge\nsetups: [I, II, III]\npairs: {pairs}\nrepetitions: {reps}\nseed: 1\nblocking: [setup]\n"
+    return (f"name: bench-merge\nsetups: [I, II]\npairs: {pairs}\nrepetitions: {reps}\nseed: 1\nblocking: [setup]\n"
             "factors: {connections: [1, 2, 5, 10, 20], homing: [dual, lte], cc: [cubic, reno, lia, olia, balia]}\n"
             if runs >= 150 else
             f"name: bench-merge\nsetups: [I]\npairs: {pairs}\nrepetitions: {runs}\nseed: 1\nfactors: {{cc: [cubic]}}\n")
