@@ -49,30 +49,75 @@ def campaign() -> None:
     """Plan and run measurement campaigns."""
 
 
+def _shard(ctx: click.Context, param: click.Parameter, value: str | None):
+    from rig.campaign.shards import parse_shard
+    from rig.core.errors import InputError
+
+    if value is None:
+        return None
+    try:
+        return parse_shard(value)
+    except InputError as e:
+        raise click.BadParameter(e.problem, ctx, param) from None
+
+
+shard_option = click.option("--shard", callback=_shard, metavar="K/N",
+                            help="Only shard K of N: a share of every block (docs/campaigns.md, \"Several hosts\").")
+
+
 @campaign.command()
 @click.argument("file", type=click.Path(path_type=Path))
 @click.option("--json", "as_json", is_flag=True, help="Print the plan as JSON.")
-def plan(file: Path, as_json: bool) -> None:
+@shard_option
+@click.option("--shards", type=click.IntRange(min=1), help="Print each of N shards' runs and estimate, not the runs.")
+def plan(file: Path, as_json: bool, shard, shards: int | None) -> None:
     """Validate FILE, expand it into runs and estimate the duration."""
     import json
 
     from rig.campaign.estimate import plan_seconds, run_estimates
+    from rig.campaign.shards import Shard, shard_runs
+    from rig.core.errors import InputError
     from rig.model.campaign import load_campaign
-    from rig.campaign.plan import expand
+    from rig.campaign.plan import Plan, expand
 
+    if shards is not None and (shard is not None or as_json):
+        raise InputError("command line", "--shards", "not with --shard or --json")
     c = load_campaign(file)
     p = expand(c, str(file))
     for line in host_cc_warnings(c, str(file)):
         click.echo(line, err=True)
+    runs = shard_runs(p, shard) if shard else p.runs
     if as_json:
-        click.echo(json.dumps(p.to_dict(), indent=2))
+        doc = p.to_dict()
+        if shard:
+            doc.update(shard=str(shard), runs=[r.to_dict() for r in runs])
+        click.echo(json.dumps(doc, indent=2))
         return
-    click.echo(f"campaign {c.name}: {len(p.runs)} runs, seed {c.seed}, blocks by {', '.join(c.blocking) or 'none'}")
-    click.echo(f"{'#':>4}  {'run id':<44} {'block':<10} {'est.':>6}")
+    click.echo(f"campaign {c.name}: {len(p.runs)} runs, seed {c.seed}, blocks by {', '.join(c.blocking) or 'none'}, "
+               f"plan digest {p.digest}")
     estimates = run_estimates(p)  # the profiles are read once, not per run
+    whole = plan_seconds(p, estimates)
+    if shards is not None:
+        by_run = dict(zip((r.run_id for r in p.runs), estimates))
+        for k in range(1, shards + 1):
+            part = shard_runs(p, Shard(k, shards))
+            seconds = plan_seconds(Plan(c, part), [by_run[r.run_id] for r in part])
+            click.echo(f"shard {k}/{shards}: {len(part)} runs, {len({r.block for r in part})} block(s), estimated "
+                       f"{_fmt_duration(seconds)} ({seconds / whole:.1%} of the whole campaign's)")
+        click.echo(f"whole campaign: estimated duration: {_fmt_duration(whole)}")
+        return
+    click.echo(f"{'#':>4}  {'run id':<44} {'block':<10} {'est.':>6}")
+    shown = set(r.run_id for r in runs)
     for r, seconds in zip(p.runs, estimates):
-        click.echo(f"{r.index + 1:>4}  {r.run_id:<44} {r.block:<10} {seconds:5.1f}s")
-    click.echo(f"estimated duration: {_fmt_duration(plan_seconds(p, estimates))}")
+        if r.run_id in shown:
+            click.echo(f"{r.index + 1:>4}  {r.run_id:<44} {r.block:<10} {seconds:5.1f}s")
+    if shard:
+        by_run = dict(zip((r.run_id for r in p.runs), estimates))
+        seconds = plan_seconds(Plan(c, runs), [by_run[r.run_id] for r in runs])
+        click.echo(f"shard {shard}: {len(runs)} runs, estimated duration: {_fmt_duration(seconds)} "
+                   f"(the whole campaign: {_fmt_duration(whole)})")
+        return
+    click.echo(f"estimated duration: {_fmt_duration(whole)}")
 
 
 @campaign.command()
@@ -91,8 +136,10 @@ def plan(file: Path, as_json: bool) -> None:
               "(default: this checkout's; /opt/rig/rig_agent.py once the Ansible node role installed it).")
 @click.option("--use-running", is_flag=True, help="Run on the emulated rig already up with --prefix (e.g. provisioned "
               "with ansible/nodes.yml) and leave it up; fails if it is not up (with --ssh for --transport ssh).")
+@shard_option
+@click.option("--host-name", help="The name metadata.json records for this host (default: its hostname).")
 def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
-        agent_path: str | None, use_running: bool) -> None:
+        agent_path: str | None, use_running: bool, shard, host_name: str | None) -> None:
     """Execute the campaign in FILE and record every run."""
     from rig.model.campaign import load_campaign
     from rig.campaign.plan import expand
@@ -106,6 +153,10 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     # A bad file is refused before the runner's machinery (Parquet, the emulator, InfluxDB) is
     # imported; the runner takes the plan and checks the rest before it writes.
     plan = expand(load_campaign(file), str(file))
+    if shard:
+        from rig.campaign.shards import shard_runs
+
+        shard_runs(plan, shard)  # more shards than runs: refused here
 
     from rig.rigs.backends import EmulatedBackend, LabBackend
     from rig.campaign.runner import Stopped, run_campaign
@@ -115,9 +166,10 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     else:
         backend = LabBackend(Path(rig_kind))
     try:
-        result = run_campaign(file, out, backend, resume=resume, plan=plan)
+        result = run_campaign(file, out, backend, resume=resume, plan=plan, shard=shard, host_name=host_name)
     except Stopped as e:
-        click.echo(f"stopped by {e}; recorded runs are kept. Continue with: rig campaign run {file} --out {out} --resume", err=True)
+        again = f"rig campaign run {file} --out {out}{f' --shard {shard}' if shard else ''} --resume"
+        click.echo(f"stopped by {e}; recorded runs are kept. Continue with: {again}", err=True)
         raise SystemExit(130)
     c = result.counts
     overhead = (result.wall_s - result.transfer_s) / result.wall_s if result.ran and result.wall_s else 0.0
@@ -130,3 +182,28 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
         spreads = sorted(result.start_spreads_ms)
         click.echo(f"senders' start spread: median {spreads[len(spreads) // 2]:.2f} ms, max {spreads[-1]:.2f} ms")
     click.echo(f"runs table: {result.store.dir.runs_table_path}")
+
+
+@campaign.command()
+@click.argument("dirs", nargs=-1, required=True, type=click.Path(path_type=Path), metavar="DIR...")
+@click.option("--to", "to", required=True, type=click.Path(path_type=Path),
+              help="The merged campaign directory to make (it must not exist).")
+@click.option("--partial", is_flag=True, help="Merge although planned runs are missing (they are listed); "
+              "rig campaign run --resume runs them into the merge.")
+def merge(dirs: tuple[Path, ...], to: Path, partial: bool) -> None:
+    """Join campaign directories of one plan (shards run on several hosts) into one."""
+    import time
+
+    from rig.store.merge import merge as merge_dirs
+
+    t = time.monotonic()
+    result = merge_dirs(list(dirs), to, partial)
+    twice = f"; {len(result.twice)} recorded twice alike, taken once" if result.twice else ""
+    click.echo(f"{result.root}: {result.merged} of {result.planned} planned runs from {len(result.sources)} "
+               f"directories{twice} ({time.monotonic() - t:.1f} s); metadata.json names each run's host")
+    for s in result.sources:
+        click.echo(f"  {s.dir.root}: {len(s.taken)} runs (shard {s.metadata.get('shard') or '-'}, host "
+                   f"{s.metadata.get('host')})")
+    if result.missing:
+        click.echo(f"warning: {len(result.missing)} planned runs missing: {', '.join(result.missing[:5])}"
+                   f"{' ...' if len(result.missing) > 5 else ''}", err=True)

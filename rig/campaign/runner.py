@@ -23,6 +23,7 @@ from typing import Callable
 from rig.store import provenance
 from rig.model.campaign import Campaign, load_campaign
 from rig.campaign.plan import Plan, Run, expand
+from rig.campaign.shards import Shard, shard_runs
 from rig.model.block import BlockSettings, block_settings
 from rig.rigs import Backend
 from rig.influx import sink_from_env
@@ -121,36 +122,47 @@ class _SignalGuard:
             signal.signal(s, h)
 
 
-def prepare(file: Path, out: Path, resume: bool, backend: Backend,
-            plan: Plan | None = None) -> tuple[Campaign, Plan, CampaignStore, str]:
+def prepare(file: Path, out: Path, resume: bool, backend: Backend, plan: Plan | None = None, shard: Shard | None = None,
+            host_name: str | None = None) -> tuple[Campaign, Plan, tuple[Run, ...], CampaignStore, str]:
     """Validate everything and create (or find) the campaign directory; nothing is written on bad
-    input. `plan`: the file's, if the caller has expanded it already (it is not parsed again)."""
+    input. `plan`: the file's, if the caller has expanded it already (it is not parsed again).
+    `shard`: run only its runs (rig.campaign.shards), in a directory of its own (metadata.json
+    names the shard; plan.json is the whole plan). Returns the runs this directory is for."""
     plan = plan or expand(load_campaign(file), str(file))
+    runs = shard_runs(plan, shard) if shard else plan.runs
     campaign = plan.campaign
     backend.check(campaign, str(file))
-    store = CampaignStore.find_resumable(out, plan) if resume else None
+    label = str(shard) if shard else None
+    store = CampaignStore.find_resumable(out, plan, label, {r.run_id for r in runs}) if resume else None
     note = f"resuming {store.root}" if store else ""
     if store is None:
-        store = CampaignStore.create(out, plan, Path(file).read_text(), {**provenance.collect(backend.name), "started_at": utc_now()})
+        metadata = {**provenance.collect(backend.name), "started_at": utc_now()}
+        if host_name:
+            metadata["host"] = host_name
+        if shard:
+            metadata.update(shard=label, shard_runs=len(runs))
+        store = CampaignStore.create(out, plan, Path(file).read_text(), metadata)
         note = f"new campaign {store.root}" + (" (nothing to resume)" if resume else "")
-    return campaign, plan, store, note
+    return campaign, plan, runs, store, note
 
 
 def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None,
-                 plan: Plan | None = None) -> CampaignResult:
+                 plan: Plan | None = None, shard: Shard | None = None, host_name: str | None = None) -> CampaignResult:
     """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends); `plan`: the file's,
-    when the caller has expanded it already."""
-    campaign, plan, store, note = prepare(file, out, resume, backend, plan)
-    resume_hint = f"rig campaign run {file} --out {out} --resume"
+    when the caller has expanded it already; `shard`: only that shard's runs; `host_name`: the
+    name metadata.json records for this host (default: its hostname)."""
+    campaign, plan, runs, store, note = prepare(file, out, resume, backend, plan, shard, host_name)
+    resume_hint = f"rig campaign run {file} --out {out}{f' --shard {shard}' if shard else ''} --resume"
     with _disk_full_named(store.root, resume_hint):
         discarded = store.discard_partial()
         rerun = store.set_aside_rig_faults()
         finished = store.finished_ids()
-        todo = [r for r in plan.runs if r.run_id not in finished]
-        progress = progress or Progress(len(plan.runs), done=len(finished))
+        todo = [r for r in runs if r.run_id not in finished]
+        progress = progress or Progress(len(runs), done=len(runs) - len(todo))
         progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else "")
                       + (f"; running again what the rig's faults failed: {', '.join(rerun)}" if rerun else ""))
-        progress.note(f"{len(plan.runs)} runs planned, {len(finished)} already recorded, {len(todo)} to run")
+        planned = f"{len(runs)} runs in shard {shard} of {len(plan.runs)}" if shard else f"{len(runs)} runs planned"
+        progress.note(f"{planned}, {len(runs) - len(todo)} already recorded, {len(todo)} to run")
 
         t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
         spreads: list[float] = []
@@ -213,7 +225,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                         store.write_runs_table()
                 finally:
                     closed.result()
-        return CampaignResult(store, len(todo), len(finished), counts, time.monotonic() - t_start, transfer, spreads,
+        return CampaignResult(store, len(todo), len(runs) - len(todo), counts, time.monotonic() - t_start, transfer, spreads,
                               retried)
 
 

@@ -232,3 +232,32 @@ def write_campaign(
         path=cdir, run_ids=ids, ok_run_ids=[r for r in ids if r not in bad],
         runs_rows=runs.num_rows, interface_samples=n_iface, lag_samples=n_lag,
         subflow_samples=n_sub, bad_runs=bad)
+
+
+def synthetic_record(run):
+    """A finished run of `run.pairs` pairs in the writer's real types, with made-up numbers and no
+    time series: what a merge or a resume reads of a run, cheap enough for 100,000 of them."""
+    from rig.store.writer import RunRecord
+
+    started = _iso(T0 + run.index)
+    pairs = [{"pair": k, "sender": f"s{k}", "receiver": f"r{k}", "started_at": started, "duration_s": 1.0 + run.index % 7,
+              "goodput_bps": 8e6, "bytes_lte": 1000 * k, "bytes_wifi": 2000 * k, "status": "ok", "reason": None}
+             for k in range(1, run.pairs + 1)]
+    return RunRecord(run=run, status="ok", reason=None, started_at=started, finished_at=started, pairs=pairs,
+                     details={"lag_retries": 0})
+
+
+def write_shard(out: Path, plan, runs, campaign_text: str, shard: str | None = None, host: str = "emu1"):
+    """A campaign directory of `plan` (rig.campaign.plan.Plan) holding `runs` recorded, written by
+    the run store itself as a campaign (or a shard, `shard` "K/N") run on `host` would be."""
+    from rig.store.writer import CampaignStore
+
+    metadata = {"rig": "emulated", "rig_version": "0.1.0", "git_commit": "0" * 40, "kernel": "6.18.0-test",
+                "host": host, "tools": {}, "started_at": _iso(T0)}
+    if shard:
+        metadata.update(shard=shard, shard_runs=len(runs))
+    store = CampaignStore.create(out, plan, campaign_text, metadata)
+    for run in runs:
+        store.write_run(synthetic_record(run))
+    store.write_runs_table()
+    return store

@@ -15,6 +15,7 @@ directory back, this store's resume included, reads it through rig.store.reader.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import shutil
@@ -22,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from functools import cached_property
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Callable
 
 import pyarrow as pa
 import pyarrow.parquet as pq
@@ -37,7 +38,9 @@ if TYPE_CHECKING:  # the store writes a plan it is given; planning is the campai
     from rig.campaign.plan import Plan
 
 # runs.parquet's columns are defined once, in rig.store.columns (RUNS_SCHEMA carries the format).
-__all__ = ["RUNS_SCHEMA", "CampaignStore", "RunRecord", "utc_now", "write_atomic", "write_json"]
+__all__ = ["RECORD", "RUNS_SCHEMA", "CampaignStore", "RunRecord", "utc_now", "write_atomic", "write_json"]
+# What the store records of a run (what others add later, e.g. rig sync's influx.json, is not).
+RECORD = (PARAMS, STATUS, PAIRS, TRANSFERS, TIMESERIES, LOGS)
 
 
 def utc_now() -> str:
@@ -93,32 +96,51 @@ class CampaignStore:
         while root.exists():  # two campaigns started in the same second
             suffix += 1
             root = Path(out) / f"{plan.campaign.name}-{stamp}-{suffix}"
+        campaign_id = root.name.removeprefix(plan.campaign.name + "-")
+        return cls.assemble(root, campaign_text, {**plan.to_dict(), "campaign_id": campaign_id},
+                            {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
+
+    @classmethod
+    def assemble(cls, root: Path, campaign_text: str, plan: dict, metadata: dict,
+                 fill: Callable[["CampaignStore"], None] | None = None) -> "CampaignStore":
+        """A new campaign directory at `root` with its documents (`plan`: plan.json's fields) and
+        what `fill` puts in it (a merge links runs in: link_run, write_table), assembled beside
+        `root` and renamed into place whole; nothing is left when anything fails."""
         staging = root.with_name(f".{root.name}.creating")
         (staging / RUNS).mkdir(parents=True)
-        write_atomic(staging / CAMPAIGN_FILE, campaign_text)
-        campaign_id = root.name.removeprefix(plan.campaign.name + "-")
-        write_json(staging / PLAN, {**plan.to_dict(), "campaign_id": campaign_id, "format": formats.PLAN})
-        write_json(staging / METADATA, {**metadata, "campaign": plan.campaign.name, "campaign_id": campaign_id})
-        os.rename(staging, root)
+        try:
+            write_atomic(staging / CAMPAIGN_FILE, campaign_text)
+            write_json(staging / PLAN, {**plan, "format": formats.PLAN})
+            write_json(staging / METADATA, metadata)
+            if fill is not None:
+                fill(cls(staging))
+            os.rename(staging, root)
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
         return cls(root)
 
     @classmethod
-    def find_resumable(cls, out: Path, plan: Plan) -> "CampaignStore | None":
-        """The newest unfinished campaign directory under `out` with the same plan (a run not
-        recorded, or one the rig's faults failed: set_aside_rig_faults). A plan.json or
-        a run's status.json in a format this rig cannot read is refused (InputError) before
-        anything is written."""
+    def find_resumable(cls, out: Path, plan: Plan, shard: str | None = None,
+                       run_ids: set[str] | None = None) -> "CampaignStore | None":
+        """The newest unfinished campaign directory under `out` with the same plan and the same
+        shard (metadata.json's `shard`; None: the whole campaign), unfinished meaning that some of
+        `run_ids` (default: the plan's) are not recorded, or that the rig's faults failed one
+        (set_aside_rig_faults). A plan.json or a run's status.json in a format this rig cannot
+        read is refused (InputError) before anything is written."""
+        wanted = run_ids if run_ids is not None else {r.run_id for r in plan.runs}
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
         for plan_file in candidates:
             store = cls(plan_file.parent)
             try:
                 saved = store.dir.plan()
-            except (OSError, json.JSONDecodeError):
+                its_shard = store.dir.metadata().get("shard")
+            except (OSError, json.JSONDecodeError, AttributeError):
                 continue
-            if saved.get("digest") != plan.digest:
+            if saved.get("digest") != plan.digest or its_shard != shard:
                 continue
             store.rows()  # reads every recorded run's status.json now, checking its format
-            if len(store.finished_ids()) < len(plan.runs) or store.rig_faults():
+            if not wanted <= store.finished_ids() or store.rig_faults():
                 return store
         return None
 
@@ -202,6 +224,26 @@ class CampaignStore:
         self._assemble(rec, self.attempts_dir / f".partial-{final.name}", final)
         return final
 
+    def link_run(self, src: Path, attempt: bool = False) -> Path:
+        """Another campaign directory's recorded run (or attempt) `src` as one of this one's, by its
+        record's files (RECORD): hard links, since the store replaces files and never rewrites
+        one in place; copies across filesystems."""
+        parent = self.attempts_dir if attempt else self.runs_dir
+        parent.mkdir(exist_ok=True)
+        final = parent / src.name
+        final.mkdir()
+        for name in RECORD:
+            p = src / name
+            if p.is_dir():
+                (final / name).mkdir()
+                with os.scandir(p) as entries:
+                    for e in entries:
+                        if e.is_file():
+                            _link(Path(e.path), final / name / e.name)
+            elif p.is_file():
+                _link(p, final / name)
+        return final
+
     def _assemble(self, rec: RunRecord, part: Path, final: Path) -> None:
         shutil.rmtree(part, ignore_errors=True)
         (part / TRANSFERS).mkdir(parents=True)
@@ -245,9 +287,21 @@ class CampaignStore:
         return run_rows(run_id, self.names, run.params(), run.status(), run.pairs())
 
     def write_runs_table(self) -> Path:
-        table = runs_table(self.rows())
+        return self.write_table(runs_table(self.rows()))
+
+    def write_table(self, table: pa.Table) -> Path:
+        """runs.parquet, atomically: `table` has RUNS_SCHEMA."""
         path = self.root / RUNS_TABLE
         tmp = path.with_name(f".{RUNS_TABLE}.tmp{os.getpid()}")
         pq.write_table(table, tmp)
         os.replace(tmp, path)
         return path
+
+
+def _link(src: Path, dst: Path) -> None:
+    try:
+        os.link(src, dst)
+    except OSError as e:
+        if e.errno not in (errno.EXDEV, errno.EPERM, errno.EMLINK):
+            raise
+        shutil.copy2(src, dst)

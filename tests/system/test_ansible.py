@@ -14,7 +14,7 @@ from fixtures.ansible_env import ANSIBLE, BIN, ansible_env
 from fixtures.cli import REPO
 
 PLAYBOOKS = ["site.yml", "nodes.yml", "setup.yml", "campaign.yml", "nightly.yml", "render.yml", "grafana.yml",
-             "check.yml", "ansible_version.yml"]
+             "check.yml", "ansible_version.yml", "emulate.yml"]
 ROLES = sorted(p.name for p in (ANSIBLE / "roles").iterdir() if p.is_dir())
 
 
@@ -115,7 +115,7 @@ def test_node_role_check_mode_touches_nothing(tmp_path):
 
 
 # Roles whose tasks/main.yml starts with a read-only preflight (tag preflight).
-PREFLIGHT_ROLES = ["ap_hostapd", "core_router", "enb_oai", "enb_srsran", "epc_open5gs"]
+PREFLIGHT_ROLES = ["ap_hostapd", "core_router", "emulator", "enb_oai", "enb_srsran", "epc_open5gs"]
 # What a preflight may do: read, judge, and (read-only) ask the system.
 READ_ONLY = {"ansible.builtin.assert", "ansible.builtin.set_fact", "ansible.builtin.stat", "ansible.builtin.slurp",
              "ansible.builtin.command", "ansible.builtin.import_tasks", "ansible.builtin.fail", "ansible.builtin.debug"}
