@@ -108,10 +108,14 @@ def _layer(state_dir: Path, host: str) -> Path:
     return state_dir / "fs" / host
 
 
-def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str) -> str:
+def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str, node_dir: Path) -> str:
     """The host's private upper layers, seeded with its sshd config, its own new host key (in the
-    usual place, over the host's) and the authorized keys; returns its known_hosts line."""
+    usual place, over the host's), the authorized keys and the node's configuration (its radios,
+    from `node_dir`, as the node role writes it); returns its known_hosts line."""
     layer = _layer(state_dir, host)
+    etc_rig = layer / "upper" / "etc" / "rig"
+    etc_rig.mkdir(parents=True, exist_ok=True)
+    (etc_rig / "node.json").write_bytes((node_dir / f"{host}.json").read_bytes())
     for d in OVERLAID:
         (layer / "upper" / d).mkdir(parents=True, exist_ok=True)
         (layer / "work" / d).mkdir(parents=True, exist_ok=True)
