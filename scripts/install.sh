@@ -16,6 +16,7 @@ APT_PACKAGES=(
   mptcpd mptcpd-plugins              # the path-return test: mptcpd's path managers beside the kernel's
   influxdb                           # the embedded time-series sink of the demo and the tests
   ansible ansible-core openssh-server openssh-client
+  sudo passwd                        # emulated nodes' runner account: sudo starts the agent (useradd makes it)
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
   bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them

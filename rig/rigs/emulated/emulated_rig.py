@@ -192,14 +192,16 @@ class EmulatedRig:
     def ssh_transport(self, agent_path: str | None = None, provisioning: bool = False):
         """The SSH transport to this rig's nodes, over its management network.
 
-        With the runner's key (the default) a node runs the agent its authorized_keys names,
-        whatever is asked; provisioning=True logs in with the key that gets a shell (Ansible, tests)."""
+        With the runner's key (the default) the runner's account runs the agent its authorized_keys
+        names, whatever is asked; provisioning=True logs in as root with the key that gets a shell
+        (Ansible, tests)."""
 
         assert self.topo is not None
         keys = mgmt.SshKeys(self.state_dir)
         return SshTransport(
             {h: str(mgmt.mgmt_address(h)) for h in self.topo.nodes}, known_hosts=keys.known_hosts,
             control_dir=self.state_dir / "ssh", key=keys.provisioning if provisioning else keys.runner,
+            user="root" if provisioning else mgmt.RUNNER_USER,
             agent_path=agent_path or str(AGENT), via=["ip", "netns", "exec", self.ns("mgmt")],
             retrust=f"the emulated rig records its nodes' keys when it comes up: rig emu down --prefix {self.prefix}, "
                     f"then rig emu up --ssh",
