@@ -115,22 +115,27 @@ def snapshot(ns: str) -> dict[str, str]:
     }
 
 
-@pytest.fixture
-def node(netns, tmp_path):
-    """A node laid out as on the lab, its agent started with the node's configuration and the
-    plan applied: (agent, namespace, log)."""
+def lab_node(netns, tmp_path, *management: str) -> tuple[AgentPipe, str, object]:
+    """A node laid out as on the lab (and with the `management` ip commands), its agent started
+    with the node's configuration: (agent, namespace, log)."""
     ns, peer = netns("node"), netns("peer")
     for dev, far in (("mgmt0", "m0"), *((r, f"p-{r}") for r in RADIOS)):
         netns.veth(ns, dev, peer, far)
         subprocess.run(["ip", "-n", peer, "link", "set", far, "up"], check=True)
     for cmd in (f"addr add {MGMT_ADDRESS}/24 dev mgmt0", "link set mgmt0 up", "route add default via 10.0.0.1 dev mgmt0",
-                "route add 10.0.9.0/24 dev mgmt0 table 150", "rule add pref 500 to 10.0.9.0/24 table 150"):
+                "route add 10.0.9.0/24 dev mgmt0 table 150", "rule add pref 500 to 10.0.9.0/24 table 150", *management):
         subprocess.run(["ip", "-n", ns, *cmd.split()], check=True)
     config = node_config(tmp_path / "node.json", RADIOS, CONTROLLER)
     log = tmp_path / "agent.log"
     env = {**os.environ, "LANG": "C.UTF-8", "LC_ALL": "C.UTF-8"}  # a lab node's locale, which SSH passes through
-    agent = AgentPipe(netns.start([sys.executable, "-u", "-I", str(AGENT), "--log", str(log), "--node", str(config)], ns,
-                                  stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env))
+    return AgentPipe(netns.start([sys.executable, "-u", "-I", str(AGENT), "--log", str(log), "--node", str(config)], ns,
+                                 stdin=subprocess.PIPE, stdout=subprocess.PIPE, env=env)), ns, log
+
+
+@pytest.fixture
+def node(netns, tmp_path):
+    """lab_node with the plan applied."""
+    agent, ns, log = lab_node(netns, tmp_path)
     try:
         assert agent.send({"op": "paths", "plan": PLAN}) == {}
         yield agent, ns, log
@@ -159,6 +164,19 @@ def test_requests_on_the_management_plane_are_refused_and_change_nothing(node, f
     assert snapshot(ns) == before
     assert log.read_text().count("refused: ") == len(HOSTILE[family])  # each logged on the node
     assert agent.send({"op": "hello"})["protocol"]
+
+
+@pytest.mark.parametrize("rule", ["pref 1150 to 10.0.8.0/24 table 150", f"pref 1101 from {MGMT_ADDRESS} table 101"])
+def test_a_management_rule_among_the_rigs_priorities_is_never_rewritten(netns, tmp_path, rule):
+    """A plan's apply rewrites the rules at the rig's priorities (1001-1252): one of the
+    management's there (its table, or its address) refuses every plan, and nothing changes."""
+    agent, ns, log = lab_node(netns, tmp_path, f"rule add {rule}")
+    try:
+        before = snapshot(ns)
+        assert agent.send({"op": "paths", "plan": PLAN})["error"].startswith("refused: paths: rule 11")
+        assert snapshot(ns) == before and "refused: " in log.read_text()
+    finally:
+        agent.close()
 
 
 def test_an_agent_without_its_node_configuration_changes_no_routing(netns, tmp_path):

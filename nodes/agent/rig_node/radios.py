@@ -22,7 +22,8 @@ import ipaddress
 import json
 from dataclasses import dataclass
 
-from rig_node.routing import PROTO, ip_json
+from rig_node.plan import TABLES
+from rig_node.routing import PROTO, RULE_BASE, ip_json
 from rig_node.validate import Refused
 
 NODE_CONFIG = "/etc/rig/node.json"
@@ -107,13 +108,14 @@ class View:
     neither through a radio nor the rig's own (protocol PROTO): (destination, table, metric)."""
     protected: tuple[ipaddress.IPv4Network, ...]
     routes: tuple[tuple[ipaddress.IPv4Network, str, int], ...]
+    rules: tuple[dict, ...]  # as `ip -j rule show` lists them
 
 
 def view(node: Node | Unknown) -> View:
     """The management plane as the kernel holds it now (one `ip` process). The agent keeps it
     while what it applied holds (routing.Known): a plan's switch then starts no query of its own."""
     radios = _need(node, "paths").radios
-    docs = ip_json("addr show", "route show table all")
+    docs = ip_json("addr show", "route show table all", "rule show")
     protected = [ipaddress.IPv4Network(f"{a['local']}/{a['prefixlen']}", strict=False)
                  for link in docs[0] if link.get("ifname") not in radios for a in link.get("addr_info", [])
                  if a.get("family") == "inet"]
@@ -126,7 +128,7 @@ def view(node: Node | Unknown) -> View:
             routes.append((ipaddress.IPv4Network(dst, strict=False), str(r.get("table", "main")), int(r.get("metric", 0))))
         except ValueError:
             continue  # not an IPv4 destination
-    return View(tuple(protected), tuple(routes))
+    return View(tuple(protected), tuple(routes), tuple(docs[2]))
 
 
 def plan(node: Node | Unknown, plan, kernel: View) -> None:
@@ -138,6 +140,11 @@ def plan(node: Node | Unknown, plan, kernel: View) -> None:
     sysctl_names(n, plan.sysctls, "paths.sysctls")
     protected = (*n.configured(), *kernel.protected, LOOPBACK)
     others = kernel.routes
+    for r in kernel.rules:  # the rig's priorities, which an apply rewrites: none may be the management's
+        pref, table = int(r.get("priority", 0)), str(r.get("table", ""))
+        if RULE_BASE + TABLES[0] <= pref <= RULE_BASE + TABLES[1] and (
+                any(t == table for _, t, _ in others) or _in(r.get("src"), protected)):
+            raise Refused(f"paths: rule {pref} (the rig's priorities) is the management plane's")
     for k, i in enumerate(plan.interfaces):
         where = f"paths.interfaces[{k}]"
         if i.table and any(table == str(i.table) for _, table, _ in others):
@@ -155,6 +162,13 @@ def plan(node: Node | Unknown, plan, kernel: View) -> None:
                 raise Refused(f"{where}.routes: {dst} overlaps the management plane ({hit})")
         for dst in i.main_routes:
             _main_route(_network(dst), dst, protected, others, f"{where}.main_routes")
+
+
+def _in(address: str | None, networks) -> bool:
+    try:
+        return address is not None and any(ipaddress.IPv4Address(address) in n for n in networks)
+    except ValueError:
+        return False
 
 
 def _network(dst: str) -> ipaddress.IPv4Network:
