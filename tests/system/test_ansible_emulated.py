@@ -113,7 +113,7 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
         assert account[0].split(":")[5:] == [home, "/bin/sh"] and account[1:] == ["rig-runner", "root 755", "root 755",
                                                                                   "root 644"], account
         rights = on_node(ae_prefix, host, "sudo -l -U rig-runner")
-        assert rights.split("may run the following commands")[1].split() == [
+        assert rights.split("may run the following commands on")[1].split()[1:] == [
             "(root)", "NOPASSWD:", "/usr/bin/python3", "-u", "-I", AGENT], rights
         # The agent's radios: the node's own configuration, written by the role.
         assert sorted(json.loads(on_node(ae_prefix, host, "cat /etc/rig/node.json"))["radios"]) == ["lte0", "wlan0", "wlan1"]
