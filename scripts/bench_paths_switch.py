@@ -106,7 +106,7 @@ def main() -> int:
     senders = [p.sender for p in topo.pairs]
     path = os.environ["PATH"]
     node_dir = Path(tempfile.mkdtemp(prefix="bench-nodes-"))
-    node_configs.write(node_dir, senders, args.senders)
+    node_configs.write(node_dir, senders)
     try:
         for h in senders:
             make_node(args.prefix, h, node_plan(topo, h))

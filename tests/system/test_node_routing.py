@@ -24,7 +24,7 @@ from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
-from rig.model.topology import topology
+from rig.model.topology import EMULATED_IFNAMES, topology
 from rig.model.routing import HOMINGS, node_plan
 from rig.agents.client import AgentPool
 from rig.run.execute import RunSettings, execute_run
@@ -44,10 +44,10 @@ def node_with_radios(netns, host: str, plan: dict) -> str:
 
 
 def radio_nodes(tmp_path: Path, hosts: list[str]) -> Path:
-    """The nodes' configurations (their radios: wlan0, lte0, wlan1), where their agents read them."""
+    """The nodes' configurations (their radios: the emulated rig's), where their agents read them."""
     (tmp_path / "nodes").mkdir(exist_ok=True)
     for host in hosts:
-        node_config(tmp_path / "nodes" / f"{host}.json", ("wlan0", "lte0", "wlan1"))
+        node_config(tmp_path / "nodes" / f"{host}.json", sorted(set(EMULATED_IFNAMES.values())))
     return tmp_path / "nodes"
 
 

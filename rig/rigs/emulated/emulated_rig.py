@@ -157,7 +157,7 @@ class EmulatedRig:
         """
         self.topo = topology(settings.setup, settings.pairs, settings.radios, settings.mode)  # type: ignore[arg-type]
         self.state_dir.mkdir(parents=True, exist_ok=True)
-        node_configs.write(self.node_dir, self.topo.nodes, settings.pairs)  # before any agent starts
+        node_configs.write(self.node_dir, self.topo.nodes)  # before any agent starts
         hosts = [*self.topo.nodes, *INFRA_HOSTS, "radio"]
         fresh, strays = not netns.exists(self.ns("core")), netns.exists(self.ns("radio"))
         netns.add_all([self.ns(h) for h in hosts])
