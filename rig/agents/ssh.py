@@ -16,6 +16,7 @@ import os
 import shlex
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 from rig.core.errors import RigError
@@ -89,14 +90,15 @@ class SshTransport:
         return opts
 
     def _config(self) -> Path:
-        """SSH_CONFIG in the private control directory (written when it differs)."""
+        """SSH_CONFIG in the private control directory (written when it differs; the agents of a
+        pool connect side by side, and other processes may share the directory: a file each)."""
         path = private_dir(self.control_dir) / "ssh_config"
         try:
             if path.read_text() == SSH_CONFIG:
                 return path
         except OSError:
             pass
-        tmp = path.with_suffix(".tmp")
+        tmp = path.with_name(f".ssh_config.{os.getpid()}.{threading.get_ident()}")
         tmp.write_text(SSH_CONFIG)
         tmp.replace(path)
         return path
