@@ -143,7 +143,7 @@ def main() -> None:
     workdir.mkdir(exist_ok=True)
     try:
         rig.up(settings)
-        with AgentPool(NetnsTransport(rig.prefix), rig.topo.nodes) as agents:
+        with AgentPool(NetnsTransport(rig.prefix, node_dir=rig.node_dir), rig.topo.nodes) as agents:
             ctx = configure_setup(rig, agents, settings, RunSettings(Limits()))
             agents["s1"].request("paths", plan=node_plan(ctx.topo, "s1", "wifi"))  # one path: WiFi only
             print("| volume | rig FCT (ms) | capture FCT (ms) | rig - capture (ms) | allowed (1 ms + 1 %) | receiver-only capture (ms) |")

@@ -38,7 +38,7 @@ def measure(setup: str, imp: dict) -> list[tuple[str, float, float]]:
     settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp)
     try:
         rig.up(settings)
-        with AgentPool(NetnsTransport(rig.prefix), rig.topo.nodes) as agents:
+        with AgentPool(NetnsTransport(rig.prefix, node_dir=rig.node_dir), rig.topo.nodes) as agents:
             ctx = configure_setup(rig, agents, settings, RunSettings(Limits()))
         delay = {(h["hop"], h["direction"]): h["delay_ms"] for h in ctx.radios.hops}
         p, out = rig.topo.pairs[0], []

@@ -39,17 +39,19 @@ from rig.agents.client import AgentPool  # noqa: E402
 from rig.model.topology import topology  # noqa: E402
 from rig.agents.transport import popen_agent  # noqa: E402
 from rig.agents.netns import AGENT, NetnsTransport  # noqa: E402
+from rig.rigs.emulated import node_configs  # noqa: E402
 
 SWITCHES = [("dual", "lte"), ("lte", "wifi"), ("wifi", "dual")]
 
 
 class Transport(NetnsTransport):
-    def __init__(self, prefix: str, agent: Path):
-        super().__init__(prefix)
+    def __init__(self, prefix: str, agent: Path, node_dir: Path):
+        super().__init__(prefix, node_dir=node_dir)
         self.agent = agent
 
     def start_agent(self, host: str):
-        return popen_agent(self.argv(host, [sys.executable, "-u", "-I", str(self.agent)]))
+        node = ["--node", str(self.node_dir / f"{host}.json")]  # its radios, as on a node
+        return popen_agent(self.argv(host, [sys.executable, "-u", "-I", str(self.agent), *node]))
 
 
 def make_node(prefix: str, host: str, plan: dict) -> None:
@@ -94,7 +96,8 @@ def main() -> int:
     ap.add_argument("--setup", default="I", choices=("I", "II", "III"))
     ap.add_argument("--senders", type=int, default=1)
     ap.add_argument("--cycles", type=int, default=20)
-    ap.add_argument("--agent", type=Path, default=AGENT, help="the rig_agent.py to run (default: this tree's)")
+    ap.add_argument("--agent", type=Path, default=AGENT,
+                    help="the rig_agent.py to run (default: this tree's; one that reads its node's radios, --node)")
     ap.add_argument("--count", action="store_true", help="also count the ip processes per switch")
     args = ap.parse_args()
     if rig_netns.with_prefix(args.prefix):
@@ -102,11 +105,13 @@ def main() -> int:
     topo = topology(args.setup, args.senders)
     senders = [p.sender for p in topo.pairs]
     path = os.environ["PATH"]
+    node_dir = Path(tempfile.mkdtemp(prefix="bench-nodes-"))
+    node_configs.write(node_dir, senders)
     try:
         for h in senders:
             make_node(args.prefix, h, node_plan(topo, h))
         load = os.getloadavg()[0]
-        with AgentPool(Transport(args.prefix, args.agent), senders) as agents:
+        with AgentPool(Transport(args.prefix, args.agent, node_dir), senders) as agents:
             times = switch_times(agents, topo, senders, args.cycles)
         load_after = os.getloadavg()[0]
         print(f"agent {args.agent}, setup {args.setup}, {args.senders} sender(s), {args.cycles} cycles, "
@@ -122,7 +127,7 @@ def main() -> int:
                 log = Path(tmp) / "ip.log"
                 ip_wrapper(Path(tmp), log)
                 os.environ["PATH"] = f"{tmp}:{path}"
-                with AgentPool(Transport(args.prefix, args.agent), senders) as agents:
+                with AgentPool(Transport(args.prefix, args.agent, node_dir), senders) as agents:
                     agents.each(senders, lambda a: a.request("paths", plan=node_plan(topo, a.host, "dual")))
                     log.write_text("")
                     os.environ["PATH"] = path
@@ -134,6 +139,7 @@ def main() -> int:
     finally:
         os.environ["PATH"] = path
         rig_netns.delete(rig_netns.with_prefix(args.prefix))
+        shutil.rmtree(node_dir, ignore_errors=True)
     return 0
 
 

@@ -17,6 +17,7 @@ APT_PACKAGES=(
   wpasupplicant libconfig9 nftables  # ... wpa_supplicant, libconfig (srsRAN's parser) and nft the nodes', eNodeB's and APs' ones
   influxdb                           # the embedded time-series sink of the demo and the tests
   ansible ansible-core openssh-server openssh-client  # Debian's 2.14: the playbooks refuse it; .venv has the pinned one
+  sudo passwd                        # emulated nodes' runner account: sudo starts the agent (useradd makes it)
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
   bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them

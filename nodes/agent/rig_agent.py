@@ -27,7 +27,13 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
   batch      requests            -> {"replies": [...]}   up to 16 of the above in order, one exchange
   quit                           -> {} and exit
 A refused request gets {"error": "refused: ..."} and is logged on the node (syslog's auth
-facility where /dev/log exists, and --log FILE); any other failure {"error": "..."}.
+facility where /dev/log exists, and --log FILE); any other failure {"error": "..."}. A line that
+is not UTF-8, longer than MOST_LINE bytes or nested deeper than MOST_DEPTH is refused the same
+way; the agent goes on serving.
+
+The node's radios come from its own configuration (rig_node/radios.py: /etc/rig/node.json, or
+--node FILE), read once at start: a request that names, routes through or changes anything else
+(the management interface, loopback, the routes that reach the controller) is refused.
 
 `rig_agent.py apply PLAN.json [IFACE]` applies a stored plan (the node role's interface-up hook).
 
@@ -43,7 +49,7 @@ import sys
 # -I (isolated mode) leaves the script's directory off sys.path: put back exactly that one.
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
 
-from rig_node import plan as plans, routing  # noqa: E402
+from rig_node import plan as plans, radios, routing  # noqa: E402
 from rig_node.ops import Agent  # noqa: E402
 from rig_node.validate import Refused  # noqa: E402
 
@@ -77,14 +83,62 @@ class RefusalLog:
         return log
 
 
-def serve(log: RefusalLog) -> int:
-    agent = Agent()
+MOST_LINE = 1 << 16  # bytes in a request's line: a batch of 16 plans is ~32 KiB
+MOST_DEPTH = 12  # nesting of a request's JSON: a batch of plans is 7 deep
+_TOO_DEEP = object()
+
+
+def _depth(value: object, most: int) -> bool:
+    """Whether `value` nests no deeper than `most` (lists and objects)."""
+    if isinstance(value, (list, dict)):
+        if most == 0:
+            return False
+        return all(_depth(x, most - 1) for x in (value.values() if isinstance(value, dict) else value))
+    return True
+
+
+def _request(raw: bytes) -> object:
+    """A request from its line's bytes: UTF-8 JSON, nested at most MOST_DEPTH (Refused otherwise)."""
     try:
-        for line in sys.stdin:
-            if not line.strip():
+        req = json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError as e:
+        raise Refused(f"a request is UTF-8: byte {e.start} is not") from None
+    except ValueError as e:
+        raise Refused(f"a request is one JSON object per line: {e}") from None
+    except RecursionError:  # deeper than the parser goes
+        req = _TOO_DEEP
+    if req is _TOO_DEEP or not _depth(req, MOST_DEPTH):
+        raise Refused(f"a request nests at most {MOST_DEPTH} deep")
+    return req
+
+
+def _lines(stream):
+    """The request lines of `stream` (bytes), each at most MOST_LINE bytes; a longer one is
+    given as None (read to its end and dropped), so it is refused without being held."""
+    while True:
+        line = stream.readline(MOST_LINE + 1)
+        if not line:
+            return
+        if len(line) > MOST_LINE and not line.endswith(b"\n"):
+            while line and not line.endswith(b"\n"):
+                line = stream.readline(MOST_LINE)
+            yield None
+        else:
+            yield line
+
+
+def serve(log: RefusalLog, node: str | radios.Unknown | None = None) -> int:
+    """Answer requests on stdin until it ends; `node`: the path of the node's configuration
+    (None: radios.NODE_CONFIG), or Unknown when there is none."""
+    agent = Agent(node if isinstance(node, radios.Unknown) else radios.load(node or radios.NODE_CONFIG))
+    try:
+        for raw in _lines(sys.stdin.buffer):  # bytes: no byte sequence can stop the loop
+            if raw is not None and not raw.strip():
                 continue
             try:
-                req = json.loads(line)
+                if raw is None:
+                    raise Refused(f"a request is one line of at most {MOST_LINE} bytes")
+                req = _request(raw)
                 if isinstance(req, dict) and req.get("op") == "quit":
                     agent.shutdown()
                     print("{}", flush=True)
@@ -93,7 +147,9 @@ def serve(log: RefusalLog) -> int:
                     os._exit(0)
                 reply = agent.handle(req)
             except Refused as e:
-                log.warning("refused: %s (request: %.300s)", e, line.strip())
+                # As escaped text: a log line holds whatever bytes the request had.
+                shown = (raw or b"(over-long line)").strip()[:300].decode("utf-8", "backslashreplace")
+                log.warning("refused: %s (request: %s)", e, shown)
                 reply = {"error": f"refused: {e}"}
             except Exception as e:  # noqa: BLE001 - every other failure goes back to the controller
                 reply = {"error": f"{type(e).__name__}: {e}"}
@@ -124,14 +180,15 @@ def apply_stored(path: str, iface: str | None) -> int:
 
 def main() -> int:
     args = sys.argv[1:]
-    if args[:1] == ["--log"] and len(args) == 2:  # how the controller starts it: no argparse to import
-        return serve(RefusalLog(args[1]))
-    if not args:
-        return serve(RefusalLog(None))
+    # How the controller starts it (--log FILE, --node FILE, or nothing): no argparse to import.
+    flags = dict(zip(args[::2], args[1::2])) if len(args) % 2 == 0 else {}
+    if set(flags) <= {"--log", "--node"} and len(flags) * 2 == len(args):
+        return serve(RefusalLog(flags.get("--log")), flags.get("--node"))
     import argparse
 
     parser = argparse.ArgumentParser(description="The rig's node agent.")
     parser.add_argument("--log", help="also log refused requests to this file")
+    parser.add_argument("--node", help=f"the node's configuration: its radios (default {radios.NODE_CONFIG})")
     sub = parser.add_subparsers(dest="command")
     apply = sub.add_parser("apply", help="apply a stored routing plan (for one interface)")
     apply.add_argument("plan")
@@ -139,7 +196,7 @@ def main() -> int:
     parsed = parser.parse_args()
     if parsed.command == "apply":
         return apply_stored(parsed.plan, parsed.iface)
-    return serve(RefusalLog(parsed.log))
+    return serve(RefusalLog(parsed.log), parsed.node)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,9 @@ host (~1 ms each), into the host's network namespace the way `ip netns exec` ent
 
 FD is a Unix SOCK_SEQPACKET socket to the controller. Each request there is a message of JSON
 with three descriptors attached (the agent's stdin, stdout and stderr):
-    {"netns": NAME, "log": PATH or null}  ->  {"pid": PID}  or  {"error": "..."}
+    {"netns": NAME, "log": PATH or null, "node": PATH or null}  ->  {"pid": PID}  or  {"error": "..."}
+(node: the node's configuration, its radios: nodes/agent/rig_node/radios.py; null: none, the
+agent then refuses every request that would change routing)
 and each agent's end is reported on it as {"exited": PID, "status": CODE} (CODE as subprocess's
 returncode). It exits once the controller has closed the socket and every agent has ended, or,
 when it has forked agents, once they have all ended: the controller starts another for the next.
@@ -26,7 +28,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "..", "nodes", "agent"))
 
 import rig_agent  # noqa: E402 - once, here: what every agent's interpreter imported again
-from rig_node import forked  # noqa: E402
+from rig_node import forked, radios  # noqa: E402
 
 CLONE_NEWNS, CLONE_NEWNET = 0x00020000, 0x40000000
 MS_RDONLY, MS_SLAVE, MS_REC, MNT_DETACH = 0x1, 0x80000, 0x4000, 0x2
@@ -54,7 +56,7 @@ def enter_netns(name: str) -> None:
     check(libc.mount(name.encode(), b"/sys", b"sysfs", flags, None), "mount /sys")
 
 
-def agent(netns: str, log: str | None, fds: list[int]) -> None:
+def agent(netns: str, log: str | None, node: str | None, fds: list[int]) -> None:
     """The forked child: an agent in `netns` serving on the three descriptors. Does not return."""
     def serve() -> int:
         signal.signal(signal.SIGINT, signal.default_int_handler)  # as a started agent has it
@@ -66,7 +68,7 @@ def agent(netns: str, log: str | None, fds: list[int]) -> None:
             os.dup2(fd, i)
         os.closerange(3, os.sysconf("SC_OPEN_MAX"))  # the controller's socket, other agents' pipes
         enter_netns(netns)
-        return rig_agent.serve(rig_agent.RefusalLog(log))
+        return rig_agent.serve(rig_agent.RefusalLog(log), node or radios.Unknown("the agent was started without its node's configuration"))
 
     forked.run_forked(serve)
 
@@ -100,7 +102,7 @@ class Forks:
                 raise ValueError(f"{len(fds)} descriptors with the request, not 3")
             pid = os.fork()
             if pid == 0:
-                agent(req["netns"], req.get("log"), fds)
+                agent(req["netns"], req.get("log"), req.get("node"), fds)
             pidfd = os.pidfd_open(pid)  # readable once the agent has ended
             self.children[pidfd] = pid
             self.sel.register(pidfd, selectors.EVENT_READ)

@@ -26,8 +26,11 @@ FORKS = Path(__file__).resolve().parent / "forks.py"
 class NetnsTransport:
     name = "netns"
 
-    def __init__(self, prefix: str, log_dir: Path | None = None):
+    def __init__(self, prefix: str, log_dir: Path | None = None, node_dir: Path | None = None):
         self.prefix = prefix
+        # Each agent reads its node's configuration (its radios) from <node_dir>/<host>.json, as a
+        # lab node's reads /etc/rig/node.json; None: the radios are unknown, routing is refused.
+        self.node_dir = node_dir
         self._lock = threading.Lock()
         self._spawner: Spawner | None = None
         self.log_dir = log_dir  # each agent logs the requests it refused to <log_dir>/<host>.log
@@ -44,11 +47,12 @@ class NetnsTransport:
         """The agent of `host`, forked by this transport's spawner (started with the first agent,
         and again once its agents have all ended)."""
         log = str(self.log_dir / f"{host}.log") if self.log_dir else None
+        node = str(self.node_dir / f"{host}.json") if self.node_dir else None
         with self._lock:
             for _ in range(2):  # a spawner exits once its last agent has: the next one's is new
                 if self._spawner is None or self._spawner.ended:
                     self._spawner = Spawner()
-                agent = self._spawner.fork(self.netns(host), log)
+                agent = self._spawner.fork(self.netns(host), log, node)
                 if agent is not None:
                     return agent
             raise RigError(f"node agent on {host}: the agents' spawner exited: {self._spawner.stderr_tail()}")
@@ -72,8 +76,9 @@ class Spawner:
         self.ended = False
         threading.Thread(target=self._read, daemon=True).start()
 
-    def fork(self, netns: str, log: str | None) -> "ForkedAgent | None":
-        """An agent in `netns` (None: this spawner has exited). One request at a time."""
+    def fork(self, netns: str, log: str | None, node: str | None) -> "ForkedAgent | None":
+        """An agent in `netns` reading its node's configuration `node` (None: this spawner has
+        exited). One request at a time."""
         pipes = [os.pipe() for _ in range(3)]  # stdin, stdout, stderr: (read, write)
         theirs = [pipes[0][0], pipes[1][1], pipes[2][1]]
         ours = [pipes[0][1], pipes[1][0], pipes[2][0]]
@@ -81,7 +86,7 @@ class Spawner:
             with self._changed:
                 self._reply = None
                 try:
-                    socket.send_fds(self._sock, [json.dumps({"netns": netns, "log": log}).encode()], theirs)
+                    socket.send_fds(self._sock, [json.dumps({"netns": netns, "log": log, "node": node}).encode()], theirs)
                 except OSError:
                     self.ended = True
                 while self._reply is None and not self.ended:

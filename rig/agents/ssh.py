@@ -16,12 +16,29 @@ import os
 import shlex
 import stat
 import subprocess
+import threading
 from pathlib import Path
 
 from rig.core.errors import RigError
 from rig.agents.transport import popen_agent
 
 DEFAULT_AGENT = "/opt/rig/rig_agent.py"  # where the Ansible node role installs the agent
+# The rig's own SSH client configuration (ssh -F): nothing of ~/.ssh/config or /etc/ssh/ssh_config
+# applies (no other identity, agent, proxy or forwarding); the options on the command line add the
+# per-host ones, and the key: the transport's key is the only one offered.
+SSH_CONFIG = """\
+# Written by rig (rig/agents/ssh.py): the campaign runner's SSH client configuration.
+Host *
+    BatchMode yes
+    IdentitiesOnly yes
+    IdentityAgent none
+    ForwardAgent no
+    ForwardX11 no
+    PasswordAuthentication no
+    KbdInteractiveAuthentication no
+    StrictHostKeyChecking yes
+    GlobalKnownHostsFile /dev/null
+"""
 
 
 def private_dir(path: Path) -> Path:
@@ -61,7 +78,7 @@ class SshTransport:
     def ssh_options(self, host: str) -> list[str]:
         # Sockets per key: a master opened with a restricted key must not carry another key's commands.
         tag = self.key.stem if self.key else "default"
-        opts = ["-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
+        opts = ["-F", str(self._config()), "-o", "BatchMode=yes", "-o", "StrictHostKeyChecking=yes", "-o", f"UserKnownHostsFile={self.known_hosts}",
                 "-o", "GlobalKnownHostsFile=/dev/null", "-o", f"HostKeyAlias={host}", "-o", "LogLevel=ERROR",
                 "-o", "ControlMaster=auto", "-o", f"ControlPath={private_dir(self.control_dir)}/{tag}-%C",
                 "-o", "ControlPersist=120", "-o", "ConnectTimeout=10",
@@ -71,6 +88,20 @@ class SshTransport:
         if self.key:
             opts += ["-o", "IdentitiesOnly=yes", "-i", str(self.key)]
         return opts
+
+    def _config(self) -> Path:
+        """SSH_CONFIG in the private control directory (written when it differs; the agents of a
+        pool connect side by side, and other processes may share the directory: a file each)."""
+        path = private_dir(self.control_dir) / "ssh_config"
+        try:
+            if path.read_text() == SSH_CONFIG:
+                return path
+        except OSError:
+            pass
+        tmp = path.with_name(f".ssh_config.{os.getpid()}.{threading.get_ident()}")
+        tmp.write_text(SSH_CONFIG)
+        tmp.replace(path)
+        return path
 
     def destination(self, host: str) -> str:
         return f"{self.user}@{self.addresses[host]}"

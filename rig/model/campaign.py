@@ -80,8 +80,8 @@ class Factors(StrictModel):
     @field_validator("duration")
     @classmethod
     def _duration_range(cls, v: list[float]) -> list[float]:
-        if any(not 0.5 <= d <= 86400 for d in v):
-            raise ValueError("each level must be 0.5 s .. 24 h")
+        if any(not 0.5 <= d <= 4 * 3600 for d in v):  # a node agent waits 6 h at most (rig.model.spec.Limits)
+            raise ValueError("each level must be 0.5 s .. 4 h")
         return v
 
     @field_validator("*")

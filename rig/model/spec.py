@@ -87,7 +87,9 @@ class Tcp(StrictModel):
 
 
 class Limits(StrictModel):
-    run_timeout_s: float = Field(default=300, gt=0)
+    # At most an hour: with the longest duration (4 h) and the sink's grace, a run's wait stays
+    # within what a node agent waits for at most (nodes/agent/rig_node/ops.py MOST_WAIT_S, 6 h).
+    run_timeout_s: float = Field(default=300, gt=0, le=3600)
     max_lag_p99_ms: float = Field(default=1.0, gt=0)  # emulator lag above this makes a run invalid
     # A run invalid only because the emulator lagged (a host hiccup, not the network under test)
     # is run again up to this many times; the lagged attempts are kept under attempts/.

@@ -72,6 +72,8 @@ PROGRAMS: tuple[Program, ...] = (
     Program("ssh", "openssh-client", "reaching the lab's nodes (SSH transport)", "lab"),
     Program("ssh-keygen", "openssh-client", "keys of the emulated rig's management network", "lab"),
     Program("sshd", "openssh-server", "SSH servers of emulated nodes (rig emu up --ssh)", "lab"),
+    Program("useradd", "passwd", "the runner's own account on emulated nodes (rig emu up --ssh)", "lab"),
+    Program("sudo", "sudo", "the runner's account starts the node agent as root (emulated nodes over SSH)", "lab"),
     Program("journalctl", "systemd", "the nightly's failure note", "lab"),
     Program("systemd-analyze", "systemd", "verifies the nightly units and the units the roles render", "tests"),
     Program("chromium", "chromium", "renders the report in the tests", "tests"),

@@ -107,7 +107,7 @@ class EmulatedBackend:
         elif self.agents is None:  # the agents start (Python) while the core and the radios are wired
             with ThreadPoolExecutor(max_workers=1) as pool:
                 starting = []
-                via = NetnsTransport(self.rig.prefix, self.rig.state_dir / "agent-logs")
+                via = NetnsTransport(self.rig.prefix, self.rig.state_dir / "agent-logs", self.rig.node_dir)
                 try:
                     self.rig.up(settings, namespaces_ready=lambda: starting.append(pool.submit(AgentPool, via, self.rig.topo.nodes)))
                 except BaseException:

@@ -3,7 +3,7 @@ addresses, and how to reach each node (SSH). Used by `rig campaign run FILE --ri
 
 Host variables read (inventory.ini documents them): pair, node_host_id, wifi_if, lte_if,
 wifi2_if (receivers), lte_ip, and optionally lte_gateway (a modem whose interface needs a next
-hop; raw-IP modems have none), ansible_host, ansible_user, ansible_python_interpreter,
+hop; raw-IP modems have none), ansible_host, rig_runner_user, ansible_python_interpreter,
 node_agent_path, and rig_runner_key / rig_known_hosts (the runner's SSH key and the nodes' host
 keys; /etc/rig/ssh/runner_ed25519 and /etc/rig/known_hosts, docs/security.md). Radio addresses
 follow the lab's plan (ansible/group_vars/all/network.yml, rig/model/topology.py):
@@ -127,6 +127,7 @@ def lab_topology(lab: Lab, setup: str, pairs: int, radios: tuple[str, ...] = DEF
 
 
 RUNNER_KEY = Path("/etc/rig/ssh/runner_ed25519")  # the controller role's controller_runner_key
+RUNNER_USER = "rig-runner"  # the runner's own account on the nodes (the node role's node_runner_user)
 KNOWN_HOSTS = Path("/etc/rig/known_hosts")  # the nodes' host keys, recorded by the node role
 RETRUST = ("remove the old key (ssh-keygen -R {host} -f {known_hosts}), then record the new one with "
            "ansible-playbook nodes.yml --limit {host} (Ansible checks it against your own known_hosts)")
@@ -140,7 +141,7 @@ def lab_transport(lab: Lab, hosts: list[str], control_dir: Path) -> SshTransport
         {h: str(lab.var(h, "ansible_host", h)) for h in hosts},
         known_hosts=Path(str(lab.var(first, "rig_known_hosts", KNOWN_HOSTS))),
         control_dir=control_dir,
-        user=str(lab.var(first, "ansible_user", "root")),
+        user=str(lab.var(first, "rig_runner_user", RUNNER_USER)),
         key=Path(str(lab.var(first, "rig_runner_key", RUNNER_KEY))),
         agent_path=str(lab.var(first, "node_agent_path", DEFAULT_AGENT)),
         python=str(lab.var(first, "ansible_python_interpreter", "python3")),

@@ -99,11 +99,24 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
                                              "test -f /etc/systemd/system/rig-cc.service && echo unit; ls /var/cache/rig 2>&1 || true")
         assert {"Makefile", "lia.bpf.c", "coupled.bpf.h", "unit"} <= set(installed.split()) and "build" not in installed.split()
         assert "No such file" in installed, installed  # no build directory
-    # The runner's key: from the controller only, and it starts the role's agent, nothing else.
+    # The runner's key: from the controller only, and it starts the role's agent, nothing else,
+    # as an account of its own: no group but its own, no sudo but the agent's command line, its
+    # authorized_keys root's; not a key of the provisioning account (root here).
     runner = " ".join(mgmt.SshKeys(STATE_ROOT / ae_prefix).runner.with_suffix(".pub").read_text().split()[:2])
+    home = "/var/lib/rig-runner"
     for host in ("s1", "r1"):
-        assert (f'from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I {AGENT}" {runner} rig-runner'
-                in on_node(ae_prefix, host, "cat /root/.ssh/authorized_keys").splitlines())
+        assert on_node(ae_prefix, host, f"cat {home}/.ssh/authorized_keys").splitlines() == [
+            f'from="10.0.0.2",restrict,command="sudo -n /usr/bin/python3 -u -I {AGENT}" {runner} rig-runner']
+        assert runner not in on_node(ae_prefix, host, "cat /root/.ssh/authorized_keys")
+        account = on_node(ae_prefix, host, f"getent passwd rig-runner; id -nG rig-runner; "
+                                           f"stat -c '%U %a' {home} {home}/.ssh {home}/.ssh/authorized_keys").splitlines()
+        assert account[0].split(":")[5:] == [home, "/bin/sh"] and account[1:] == ["rig-runner", "root 755", "root 755",
+                                                                                  "root 644"], account
+        rights = on_node(ae_prefix, host, "sudo -l -U rig-runner")
+        assert rights.split("may run the following commands on")[1].split()[1:] == [
+            "(root)", "NOPASSWD:", "/usr/bin/python3", "-u", "-I", AGENT], rights
+        # The agent's radios: the node's own configuration, written by the role.
+        assert sorted(json.loads(on_node(ae_prefix, host, "cat /etc/rig/node.json"))["radios"]) == ["lte0", "wlan0", "wlan1"]
     assert not Path(AGENT).exists() and not Path("/etc/rig").exists() and not Path("/opt/rig/bpf").exists()
 
     # The same nodes, still up, through the SSH transport with the role-installed agent (which

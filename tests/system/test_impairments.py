@@ -32,7 +32,7 @@ def _rig_run(prefix: str, setup: str, imp: dict, homing: str = "lte"):
     rig = EmulatedRig(prefix)
     settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp)
     rig.up(settings)
-    agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
+    agents = AgentPool(NetnsTransport(prefix, node_dir=rig.node_dir), rig.topo.nodes)
     try:
         ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=60, max_lag_p99_ms=200)))
         run = replace(expand(parse_campaign(CAMPAIGN, "imp")).runs[0], setup=setup, homing=homing)

@@ -14,26 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from fixtures.node_agent import AGENT
-
-
-class Agent:
-    def __init__(self, proc: subprocess.Popen):
-        self.proc = proc
-
-    def send(self, req) -> dict:
-        self.proc.stdin.write((req if isinstance(req, str) else json.dumps(req)) + "\n")
-        self.proc.stdin.flush()
-        return json.loads(self.proc.stdout.readline())
-
-    def close(self) -> None:
-        try:
-            self.send({"op": "quit"})
-            self.proc.wait(10)
-        finally:
-            if self.proc.poll() is None:
-                self.proc.kill()
-                self.proc.wait()
+from fixtures.node_agent import AGENT, AgentPipe
 
 
 @pytest.fixture
@@ -41,8 +22,8 @@ def agent(netns, tmp_path):
     """The agent in a namespace of its own: (agent, namespace, its log); told to quit afterwards (the
     netns fixture then stops whatever is left)."""
     ns, log = netns("agent"), tmp_path / "agent.log"
-    a = Agent(netns.start([sys.executable, "-u", "-I", str(AGENT), "--log", str(log)], ns,
-                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True, bufsize=1))
+    a = AgentPipe(netns.start([sys.executable, "-u", "-I", str(AGENT), "--log", str(log)], ns,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE))
     try:
         yield a, ns, log
     finally:

@@ -17,13 +17,14 @@ from pathlib import Path
 
 import pytest
 
+from fixtures.node_agent import node_config
 from fixtures.routing_state import ip, state
 from rig.rigs.backends import configure_setup
 from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
 from rig.rigs.emulated.emulated_rig import EmulatedRig
 from rig.model.block import BlockSettings
-from rig.model.topology import topology
+from rig.model.topology import EMULATED_IFNAMES, topology
 from rig.model.routing import HOMINGS, node_plan
 from rig.agents.client import AgentPool
 from rig.run.execute import RunSettings, execute_run
@@ -40,6 +41,14 @@ def node_with_radios(netns, host: str, plan: dict) -> str:
         if i.get("gateway"):
             ip("-n", gw, "addr", "add", f"{i['gateway']}/{i['prefixlen']}", "dev", peer)
     return node
+
+
+def radio_nodes(tmp_path: Path, hosts: list[str]) -> Path:
+    """The nodes' configurations (their radios: the emulated rig's), where their agents read them."""
+    (tmp_path / "nodes").mkdir(exist_ok=True)
+    for host in hosts:
+        node_config(tmp_path / "nodes" / f"{host}.json", sorted(set(EMULATED_IFNAMES.values())))
+    return tmp_path / "nodes"
 
 
 def hook(node: str, plan_file: Path, iface: str) -> str:
@@ -72,18 +81,18 @@ def test_lab_and_emulated_paths_leave_a_node_in_the_same_state(netns, tmp_path, 
         assert hook(lab, plan_file, i["name"]) == f"rig-if-up: {i['name']} unchanged"
     assert hook(lab, plan_file, "eth9") == ""  # not the rig's interface: left alone
     # The emulated rig: the runner's requests only.
-    with AgentPool(NetnsTransport(netns.prefix), ["lab", "emu"]) as agents:
+    with AgentPool(NetnsTransport(netns.prefix, node_dir=radio_nodes(tmp_path, ["lab", "emu"])), ["lab", "emu"]) as agents:
         agents.each(["lab", "emu"], lambda a: a.request("paths", plan=run))
     assert state(lab) == state(emulated)
 
 
-def test_a_setup_switch_leaves_nothing_stale(netns):
+def test_a_setup_switch_leaves_nothing_stale(netns, tmp_path):
     """Setup I's plan, then Setup II's, on one receiver: the same state as Setup II's alone."""
     one, two = node_plan(topology("I", 1), "r1"), node_plan(topology("II", 1), "r1")
     radios = {"interfaces": one["interfaces"] + two["interfaces"][1:]}  # lte0 and wlan1: both exist
     switched = node_with_radios(netns, "sw", radios)
     fresh = node_with_radios(netns, "fr", radios)
-    with AgentPool(NetnsTransport(netns.prefix), ["sw", "fr"]) as agents:
+    with AgentPool(NetnsTransport(netns.prefix, node_dir=radio_nodes(tmp_path, ["sw", "fr"])), ["sw", "fr"]) as agents:
         agents["sw"].request("paths", plan=one)
         agents.each(["sw", "fr"], lambda a: a.request("paths", plan=two))
     # the interface Setup I used and Setup II does not keeps its address but nothing of the rig's
@@ -102,7 +111,7 @@ def test_senders_subflows_take_exactly_the_paired_paths(emulator, rig_prefix, se
     rig = EmulatedRig(rig_prefix)
     settings = BlockSettings(setup, "n5", "band7-10mhz", 2, {}, "links")
     rig.up(settings)
-    agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
+    agents = AgentPool(NetnsTransport(rig_prefix, node_dir=rig.node_dir), rig.topo.nodes)
     try:
         ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=60, max_lag_p99_ms=500, subflow_hz=20)))
         run = expand(parse_campaign(CAMPAIGN, "paired")).runs[0]

@@ -14,7 +14,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from fixtures.node_agent import AGENT
+from fixtures.node_agent import AGENT, node_config
 from fixtures.routing_state import ip, state
 from rig.model.routing import node_plan
 from rig.model.topology import topology
@@ -29,8 +29,9 @@ SEQUENCE = [("dual", "none"), ("lte", "none"), ("wifi", "none"), ("dual", "none"
 
 
 class Agent:
-    def __init__(self, netns, ns: str, env: dict | None = None):
-        self.proc = netns.start([sys.executable, "-u", "-I", str(AGENT)], ns, stdin=subprocess.PIPE,
+    def __init__(self, netns, ns: str, node: Path, env: dict | None = None):
+        """An agent in `ns` reading the node's configuration `node` (a sender's radios)."""
+        self.proc = netns.start([sys.executable, "-u", "-I", str(AGENT), "--node", str(node)], ns, stdin=subprocess.PIPE,
                                 stdout=subprocess.PIPE, text=True, bufsize=1, env=env)
 
     def paths(self, plan: dict) -> None:
@@ -71,7 +72,8 @@ def logging_ip(directory: Path) -> dict:
 def test_switches_from_what_the_agent_applied_end_as_a_fresh_agents_and_start_one_ip_each(netns, tmp_path):
     kept, twin = sender(netns, "kept"), sender(netns, "twin")
     env = logging_ip(tmp_path)
-    agent = Agent(netns, kept, env)
+    sender_node = node_config(tmp_path / "node.json", ("wlan0", "lte0"))
+    agent = Agent(netns, kept, sender_node, env)
     agent.paths(PLANS[SEQUENCE[0]])
     log = tmp_path / "ip.log"
     for before, step in zip(SEQUENCE, SEQUENCE[1:]):
@@ -83,7 +85,7 @@ def test_switches_from_what_the_agent_applied_end_as_a_fresh_agents_and_start_on
             assert "mptcp endpoint flush" in log.read_text()
         if before[0] == step[0] == "dual":  # only the backup path changes: flags changed in place
             assert "mptcp endpoint change" in log.read_text() and "mptcp endpoint delete" not in log.read_text()
-        fresh = Agent(netns, twin)  # knows nothing: queries the kernel
+        fresh = Agent(netns, twin, sender_node)  # knows nothing: queries the kernel
         fresh.paths(PLANS[step])
         fresh.quit()
         assert state(kept) == state(twin), step
@@ -100,7 +102,7 @@ def hook(node: str, plan: dict, tmp_path: Path, iface: str | None = None) -> str
 
 def test_what_the_agent_did_not_do_itself_is_put_right_at_its_next_apply(netns, tmp_path):
     node = sender(netns, "node")
-    agent = Agent(netns, node)
+    agent = Agent(netns, node, node_config(tmp_path / "node.json", ("wlan0", "lte0")))
     agent.paths(PLANS["lte", "none"])
     # The hook applies the stored plan (dual) to lte0 as it comes up: an endpoint, other limits
     hook(node, PLANS["dual", "none"], tmp_path, "lte0")

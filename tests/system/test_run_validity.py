@@ -31,7 +31,7 @@ def one_pair_rig(emulator, rig_prefix):
     rig = EmulatedRig(rig_prefix)
     settings = BlockSettings("I", "n5", "band7-10mhz", 1, {})
     rig.up(settings)
-    agents = AgentPool(NetnsTransport(rig_prefix), rig.topo.nodes)
+    agents = AgentPool(NetnsTransport(rig_prefix, node_dir=rig.node_dir), rig.topo.nodes)
     try:
         ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=30, max_lag_p99_ms=200)))
         yield rig, ctx

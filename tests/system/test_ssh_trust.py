@@ -95,10 +95,18 @@ def test_the_runner_key_gets_the_agent_not_a_shell(tmp_path, emulator, rig_prefi
     rig = ssh_up(rig_prefix)
     runner = rig.ssh_transport()
     keys = mgmt.SshKeys(rig.state_dir)
-    auth = subprocess.run(rig.ssh_transport(provisioning=True).argv("s1", ["cat", "/root/.ssh/authorized_keys"]),
-                          capture_output=True, text=True, timeout=30, check=True).stdout
-    runner_line = next(ln for ln in auth.splitlines() if keys.runner.with_suffix(".pub").read_text().split()[1] in ln)
-    assert runner_line.startswith('from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I '), runner_line
+    shell = rig.ssh_transport(provisioning=True)
+    on_s1 = lambda script: subprocess.run(shell.argv("s1", ["sh", "-c", script]), capture_output=True, text=True,
+                                          timeout=30, check=True).stdout
+    runner_blob = keys.runner.with_suffix(".pub").read_text().split()[1]
+    # The runner logs in as an account of its own whose only key is the runner's, in a file of root's.
+    auth = on_s1(f"cat {mgmt.RUNNER_HOME}/.ssh/authorized_keys").splitlines()
+    assert len(auth) == 1 and runner_blob in auth[0], auth
+    assert auth[0].startswith('from="10.0.0.2",restrict,command="sudo -n /usr/bin/python3 -u -I '), auth
+    assert runner_blob not in on_s1("cat /root/.ssh/authorized_keys")
+    assert on_s1(f"stat -c '%U %a' {mgmt.RUNNER_HOME} {mgmt.RUNNER_HOME}/.ssh {mgmt.RUNNER_HOME}/.ssh/authorized_keys"
+                 ).split("\n")[:3] == ["root 755", "root 755", "root 644"]
+    assert runner.destination("s1").startswith(f"{mgmt.RUNNER_USER}@")
 
     # Whatever command the client asks for, the node runs the agent: it answers hello.
     p = subprocess.run(runner.argv("s1", ["sh", "-c", "echo a-shell-ran; id"]), input=HELLO,
@@ -186,10 +194,12 @@ def test_node_role_restricts_the_runner_key_and_records_host_keys(tmp_path, emul
 
     shell = rig.ssh_transport(provisioning=True)
     runner_pub = " ".join(keys.runner.with_suffix(".pub").read_text().split()[:2])
-    auth = subprocess.run(shell.argv("s1", ["cat", "/root/.ssh/authorized_keys"]), capture_output=True, text=True,
-                          timeout=30, check=True).stdout.splitlines()
-    assert f'from="10.0.0.2",restrict,command="/usr/bin/python3 -u -I /opt/rig/rig_agent.py" {runner_pub} rig-runner' in auth
-    assert len(auth) == 2 and sum(runner_pub in ln for ln in auth) == 1, auth  # replaced, not added
+    auth = subprocess.run(shell.argv("s1", ["cat", f"{mgmt.RUNNER_HOME}/.ssh/authorized_keys"]), capture_output=True,
+                          text=True, timeout=30, check=True).stdout.splitlines()
+    assert auth == [f'from="10.0.0.2",restrict,command="sudo -n /usr/bin/python3 -u -I /opt/rig/rig_agent.py" {runner_pub} rig-runner']
+    root = subprocess.run(shell.argv("s1", ["cat", "/root/.ssh/authorized_keys"]), capture_output=True, text=True,
+                          timeout=30, check=True).stdout
+    assert runner_pub not in root  # the provisioning account's keys are not the runner's
     # The host keys the role read are the ones `rig emu up --ssh` recorded.
     assert keys.known_hosts.read_text() == recorded
 

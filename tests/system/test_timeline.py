@@ -30,7 +30,7 @@ def one_pair_rig(prefix: str, setup: str = "II", campaign: Campaign | None = Non
     rig = EmulatedRig(prefix)
     settings = BlockSettings(setup, "n5", "band7-10mhz", 1, {})
     rig.up(settings)
-    agents = AgentPool(NetnsTransport(prefix), rig.topo.nodes)
+    agents = AgentPool(NetnsTransport(prefix, node_dir=rig.node_dir), rig.topo.nodes)
     try:
         # lag is not what these tests look at: a loaded CI host must not make them retry
         limits = Limits(run_timeout_s=60, max_lag_p99_ms=500)

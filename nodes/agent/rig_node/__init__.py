@@ -4,6 +4,7 @@ directory is copied as is onto the lab's boards (the node role) and run in the e
 validate   the field types every request is checked against (Refused when one fails)
 plan       a node's routing plan: its fields, checks and JSON form (the controller builds it too)
 routing    the nodes' routing policy: addresses, one table and rule per interface, MPTCP endpoints
+radios     the node's radios from its own configuration, and the checks that keep requests off the management plane
 sysctls    the sysctls a request may set
 programs   the traffic programs a request may start, and the processes started
 forked     the rig's transfer run in a fork of the agent (no new interpreter per program)

@@ -8,16 +8,24 @@ import subprocess
 import threading
 import time
 
-from rig_node import PROTOCOL, ccparams, facts, plan as plans, routing, sampling, sysctls, timeline, validate as v
+from rig_node import PROTOCOL, ccparams, facts, plan as plans, radios, routing, sampling, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
 
+# The longest a `wait` may block the agent: the longest run a campaign can give (its duration,
+# rig.model.campaign, plus its run timeout, rig.model.spec.Limits) and the sink's grace, with room.
+MOST_WAIT_S = 6 * 3600
+
+
 class Agent:
-    def __init__(self) -> None:
+    def __init__(self, node: radios.Node | radios.Unknown | None = None) -> None:
+        # The node's radios, from its own configuration (never from a request): read once.
+        self.node = radios.load() if node is None else node
         self.sampler: sampling.Sampler | None = None
         self.launches: dict[str, Launch] = {}
         self.plan: plans.Plan | None = None  # the routing plan last applied
+        self.view: radios.View | None = None  # the management plane, as last queried
         # What this agent applied, as the kernel holds it: the next plan is applied from it
         # without queries (routing.Known). The timeline's thread changes it too: one at a time.
         self.known: routing.Known | None = None
@@ -67,6 +75,9 @@ class Agent:
         v.only(req, {"op", "plan"}, "paths")
         plan = plans.parse(v.need(req, "plan", "paths"))
         with self.routing_lock:
+            if self.view is None or self.known is None or not self.known.current([i.name for i in plan.interfaces]):
+                self.view = radios.view(self.node)  # queried again whenever the routing is
+            radios.plan(self.node, plan, self.view)  # on the node's radios only, off the management plane
             known, self.known = self.known, None  # until this apply has succeeded
             self.known = routing.update(plan, known)
             self.plan = plan
@@ -74,7 +85,9 @@ class Agent:
 
     def sysctl(self, req: dict) -> dict:
         v.only(req, {"op", "values"}, "sysctl")
-        sysctls.apply(sysctls.checked(v.mapping(v.need(req, "values", "sysctl"), "sysctl.values", 32)))
+        values = sysctls.checked(v.mapping(v.need(req, "values", "sysctl"), "sysctl.values", 32))
+        radios.sysctl_names(self.node, values, "sysctl")
+        sysctls.apply(values)
         return {}
 
     def facts(self, req: dict) -> dict:
@@ -91,16 +104,20 @@ class Agent:
         key = v.key(v.need(req, "key", "launch"), "launch.key")
         program = v.need(req, "program", "launch")
         argv = argv_for(program, req.get("args", {}))
+        args = req.get("args", {})
+        for name in ("target", "bind"):  # the experiment's traffic stays off the management network
+            if name in args:
+                radios.target(self.node, args[name], f"{program}.{name}")
         at = req.get("at")
         if at is not None:
             now = time.time()
             at = v.number(at, "launch.at", now - 60, now + 3600)
-        if isinstance(req.get("args"), dict) and "loss_aware" in req["args"]:
+        if "loss_aware" in args:
             with self.routing_lock:  # the transfer changes its endpoints' backup flags itself
                 self.known = None
         old = self.launches.get(key)
         if old:
-            old.stop()
+            old.stop()  # started or not, it never runs on untracked (Launch.stop)
         self.launches[key] = Launch(argv, at, forked=program == "transfer")  # the agent's own code: forked
         return {}
 
@@ -120,10 +137,10 @@ class Agent:
 
     def wait(self, req: dict) -> dict:
         v.only(req, {"op", "key", "timeout"}, "wait")
+        timeout = v.number(req.get("timeout", 3600), "wait.timeout", 0, MOST_WAIT_S)
         key, launch = self._launch(req, "wait")
         if launch is None:
             raise Refused(f"wait: nothing was launched as {key!r}")
-        timeout = v.number(req.get("timeout", 3600), "wait.timeout", 0, 86400)
         if not launch.done.wait(timeout):
             launch.stop()
             launch.done.wait(5)
@@ -186,6 +203,7 @@ class Agent:
         for a in actions:  # only the radio interfaces the rig configured: never the management one
             if a["iface"] not in mine:
                 raise Refused(f"timeline: {a['iface']} is not an interface of this node's routing plan")
+            radios.interface(self.node, a["iface"], "timeline.actions.iface")
         if self.timeline:
             self.timeline.stop()
         self.timeline = timeline.Timeline(actions, self._act)

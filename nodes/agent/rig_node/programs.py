@@ -156,26 +156,32 @@ class Launch:
         self.result: dict | None = None
         self.done = threading.Event()
         self._cancelled = threading.Event()
+        self._lock = threading.Lock()
         threading.Thread(target=self._run, daemon=True).start()
 
     def _run(self) -> None:
         if self.at is not None:
             while (left := self.at - time.time()) > SPIN_S:
-                time.sleep(min(left - SPIN_S, 0.05))
-            while time.time() < self.at:
+                if self._cancelled.wait(min(left - SPIN_S, 0.05)):
+                    break
+            while time.time() < self.at and not self._cancelled.is_set():
                 pass
         started = time.time()
         try:
-            if self._cancelled.is_set():
-                raise OSError("stopped before its start")
-            if self.forked:
-                self.child = forked.start(self.argv[self.argv.index(TRANSFER) + 1:], stdin=self.held)
-                self.pid = self.child.pid
-                self._forked.set()
+            with self._lock:  # stop() sees either the cancellation before the start or the started pid
+                if self._cancelled.is_set():
+                    raise OSError("stopped before its start")
+                if self.forked:
+                    self.child = forked.start(self.argv[self.argv.index(TRANSFER) + 1:], stdin=self.held)
+                    self.pid = self.child.pid
+                else:
+                    self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                                 start_new_session=True)
+                    self.pid = self.proc.pid
+            self._forked.set()
+            if self.child is not None:
                 out, err, rc = self.child.communicate()
             else:
-                self.proc = subprocess.Popen(self.argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True)
-                self.pid = self.proc.pid
                 out, err = self.proc.communicate()
                 rc = self.proc.returncode
         except OSError as e:
@@ -194,9 +200,13 @@ class Launch:
             self.child.write_line(repr(at))
 
     def stop(self) -> None:
-        self._cancelled.set()
-        if self.pid is not None and not self.done.is_set() and _running(self.pid):
-            terminate([self.pid], group=True)  # started in a session of its own
+        """Cancelled before its start, or stopped once started: never left running untracked
+        (a launch and its stop, or two launches of a key, in one write)."""
+        with self._lock:
+            self._cancelled.set()
+            pid = self.pid
+        if pid is not None and not self.done.is_set() and _running(pid):
+            terminate([pid], group=True)  # started in a session of its own
 
 
 def _is_ours(cmdline: list[str], comm: str) -> bool:

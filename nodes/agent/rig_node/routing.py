@@ -162,19 +162,25 @@ def _endpoints() -> list[dict]:
     return json.loads(_ip("-j", "mptcp", "endpoint", "show") or "[]")
 
 
-def _listing() -> tuple[list[dict], list[dict]]:
-    """The MPTCP endpoints and the rules, from one `ip` process (a JSON array per command)."""
-    p = subprocess.run(["ip", "-j", "-batch", "-"], input="mptcp endpoint show\nrule show\n",
+def ip_json(*commands: str) -> list:
+    """What `ip -j` lists for each of `commands`, from one `ip` process (a JSON array per command)."""
+    p = subprocess.run(["ip", "-j", "-batch", "-"], input="".join(c + "\n" for c in commands),
                        capture_output=True, text=True, timeout=10)
     if p.returncode != 0:
-        raise RuntimeError(f"ip -j -batch (endpoints, rules): {p.stderr.strip()}")
+        raise RuntimeError(f"ip -j -batch ({', '.join(commands)}): {p.stderr.strip()}")
     decoder, text, at, out = json.JSONDecoder(), p.stdout, 0, []
-    while len(out) < 2:
+    while len(out) < len(commands):
         while at < len(text) and text[at].isspace():
             at += 1
         value, at = decoder.raw_decode(text, at)
         out.append(value)
-    return out[0], out[1]
+    return out
+
+
+def _listing() -> tuple[list[dict], list[dict]]:
+    """The MPTCP endpoints and the rules."""
+    endpoints, rules = ip_json("mptcp endpoint show", "rule show")
+    return endpoints, rules
 
 
 def _flags(endpoint: dict) -> list[str]:

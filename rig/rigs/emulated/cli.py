@@ -68,7 +68,7 @@ def up(setup: str, wifi_standard: str, lte_profile: str, pairs: int, prefix: str
     rig = EmulatedRig(prefix)
     rig.claim()
     topo = rig.up(BlockSettings(setup, wifi_standard, lte_profile, pairs, {}, radios), ssh=ssh)
-    with AgentPool(NetnsTransport(prefix, rig.state_dir / "agent-logs"), topo.nodes) as agents:  # as a campaign configures them
+    with AgentPool(NetnsTransport(prefix, rig.state_dir / "agent-logs", rig.node_dir), topo.nodes) as agents:  # as a campaign configures them
         agents.each(topo.nodes, lambda a: a.request("paths", plan=node_plan(topo, a.host)))
     click.echo(f"emulated rig '{prefix}' up: Setup {setup}, WiFi {wifi_standard}, LTE {lte_profile}, {pairs} pairs, {radios} radios")
     click.echo(_register_coupled_ccs())

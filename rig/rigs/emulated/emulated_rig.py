@@ -26,7 +26,7 @@ from typing import Callable
 from rig.rigs.emulated import impairments, netns
 from rig.model.topology import (ATTACHMENTS, CORE_LINKS, GATEWAY_HOST, INFRA_HOSTS, RADIO_NETWORKS, RadioInterface, Topology,
                               attachments_of, gateway_address, topology)
-from rig.rigs.emulated import mgmt
+from rig.rigs.emulated import mgmt, node_configs
 from rig.rigs.emulated.radio import RadioProcess, stop_all
 from rig.rigs.emulated.radiospec import LteCell, LteTtiCell, Pipe, RadioNetworkSpec, Station, WifiBss
 from rig.core.errors import RigError
@@ -116,6 +116,7 @@ class EmulatedRig:
             raise RigError(f"rig prefix {prefix!r} must be alphanumeric and at most 8 characters")
         self.prefix = prefix
         self.state_dir = STATE_ROOT / prefix
+        self.node_dir = self.state_dir / "nodes"  # each node's own configuration: its radios (node_configs)
         self.radios: dict[str, object] = {}  # network -> RadioProcess
         self.hops: list[dict] = []  # what is in force on each station hop (rig.rigs.emulated.impairments)
         self.stations: dict[str, tuple[str, str]] = {}  # station TAP -> (host, interface)
@@ -156,6 +157,7 @@ class EmulatedRig:
         """
         self.topo = topology(settings.setup, settings.pairs, settings.radios, settings.mode)  # type: ignore[arg-type]
         self.state_dir.mkdir(parents=True, exist_ok=True)
+        node_configs.write(self.node_dir, self.topo.nodes)  # before any agent starts
         hosts = [*self.topo.nodes, *INFRA_HOSTS, "radio"]
         fresh, strays = not netns.exists(self.ns("core")), netns.exists(self.ns("radio"))
         netns.add_all([self.ns(h) for h in hosts])
@@ -182,7 +184,7 @@ class EmulatedRig:
         keys.ensure()
         nodes = self.topo.nodes if self.topo else []
         # Each node gets its own host key, recorded before its sshd starts: the rig knows its nodes.
-        mgmt.record_host_keys(keys, [mgmt.prepare_layer(self.state_dir, host, keys, str(AGENT)) for host in nodes])
+        mgmt.record_host_keys(keys, [mgmt.prepare_layer(self.state_dir, host, keys, str(AGENT), self.node_dir) for host in nodes])
         for host in nodes:
             mgmt.start_sshd(self.prefix, self.state_dir, host)
         mgmt.wait_for_ssh(self.prefix, nodes)
@@ -190,14 +192,16 @@ class EmulatedRig:
     def ssh_transport(self, agent_path: str | None = None, provisioning: bool = False):
         """The SSH transport to this rig's nodes, over its management network.
 
-        With the runner's key (the default) a node runs the agent its authorized_keys names,
-        whatever is asked; provisioning=True logs in with the key that gets a shell (Ansible, tests)."""
+        With the runner's key (the default) the runner's account runs the agent its authorized_keys
+        names, whatever is asked; provisioning=True logs in as root with the key that gets a shell
+        (Ansible, tests)."""
 
         assert self.topo is not None
         keys = mgmt.SshKeys(self.state_dir)
         return SshTransport(
             {h: str(mgmt.mgmt_address(h)) for h in self.topo.nodes}, known_hosts=keys.known_hosts,
             control_dir=self.state_dir / "ssh", key=keys.provisioning if provisioning else keys.runner,
+            user="root" if provisioning else mgmt.RUNNER_USER,
             agent_path=agent_path or str(AGENT), via=["ip", "netns", "exec", self.ns("mgmt")],
             retrust=f"the emulated rig records its nodes' keys when it comes up: rig emu down --prefix {self.prefix}, "
                     f"then rig emu up --ssh",

@@ -41,6 +41,10 @@ def emulated_inventory(rig, setup: str, pairs: int) -> str:
         # recorded; the runner logs in with rig_runner_key, which the nodes restrict to the agent.
         f"ansible_ssh_private_key_file={keys.provisioning}",
         f"ansible_ssh_common_args='-o StrictHostKeyChecking=yes -o UserKnownHostsFile={keys.known_hosts} -o IdentitiesOnly=yes'",
+        # Ansible's SSH control sockets per rig: its default directory is one for the host, and its
+        # socket names say user, address and port only - the same for every emulated rig's s1, so a
+        # second rig's playbook would reach the first rig's nodes through the first one's connection.
+        f"ansible_control_path_dir={keys.dir}/ansible-cp",
         f"rig_runner_key={keys.runner}",
         f"rig_known_hosts={keys.known_hosts}",
         "ansible_python_interpreter=/usr/bin/python3",

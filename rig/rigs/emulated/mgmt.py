@@ -26,6 +26,10 @@ from rig.rigs.emulated import netns
 from rig.core.errors import RigError
 
 MGMT_SUBNET = "10.0.0.0/24"
+# The campaign runner's own account on every node, as the node role makes it on the lab: key only,
+# no sudo but the agent's command line, its home and authorized_keys root's (docs/security.md).
+RUNNER_USER = "rig-runner"
+RUNNER_HOME = "/var/lib/rig-runner"
 CONTROLLER_ADDRESS = IPv4Address("10.0.0.2")
 OVERLAID = ("etc", "usr", "var", "opt", "root", "home", "srv")
 
@@ -78,16 +82,20 @@ def _keygen(path: Path, comment: str) -> None:
 
 
 def runner_command(agent: str) -> str:
-    """The forced command of the runner's key on emulated nodes (root logins: no sudo)."""
-    return f"/usr/bin/python3 -u -I {agent}"
+    """The forced command of the runner's key on emulated nodes, as the node role writes it."""
+    return f"sudo -n /usr/bin/python3 -u -I {agent}"
 
 
-def authorized_keys(keys: SshKeys, agent: str) -> str:
-    """From the controller only; the runner's key runs the agent and nothing else (`restrict`:
-    no pty, no forwarding), the form the node role writes on the lab's boards."""
-    from_ = f'from="{CONTROLLER_ADDRESS}"'
-    return (f"{from_} {keys.provisioning.with_suffix('.pub').read_text().strip()}\n"
-            f'{from_},restrict,command="{runner_command(agent)}" {keys.runner.with_suffix(".pub").read_text().strip()}\n')
+def authorized_keys(keys: SshKeys) -> str:
+    """root's: the provisioning key (a shell, for Ansible and tests), from the controller only."""
+    return f'from="{CONTROLLER_ADDRESS}" {keys.provisioning.with_suffix(".pub").read_text().strip()}\n'
+
+
+def runner_authorized_keys(keys: SshKeys, agent: str) -> str:
+    """The runner account's: from the controller only, its key runs the agent and nothing else
+    (`restrict`: no pty, no forwarding), the line the node role writes on the lab's boards."""
+    return (f'from="{CONTROLLER_ADDRESS}",restrict,command="{runner_command(agent)}" '
+            f'{keys.runner.with_suffix(".pub").read_text().strip()}\n')
 
 
 SSHD_CONFIG = """\
@@ -108,10 +116,14 @@ def _layer(state_dir: Path, host: str) -> Path:
     return state_dir / "fs" / host
 
 
-def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str) -> str:
+def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str, node_dir: Path) -> str:
     """The host's private upper layers, seeded with its sshd config, its own new host key (in the
-    usual place, over the host's) and the authorized keys; returns its known_hosts line."""
+    usual place, over the host's), the authorized keys and the node's configuration (its radios,
+    from `node_dir`, as the node role writes it); returns its known_hosts line."""
     layer = _layer(state_dir, host)
+    etc_rig = layer / "upper" / "etc" / "rig"
+    etc_rig.mkdir(parents=True, exist_ok=True)
+    (etc_rig / "node.json").write_bytes((node_dir / f"{host}.json").read_bytes())
     for d in OVERLAID:
         (layer / "upper" / d).mkdir(parents=True, exist_ok=True)
         (layer / "work" / d).mkdir(parents=True, exist_ok=True)
@@ -123,7 +135,16 @@ def prepare_layer(state_dir: Path, host: str, keys: SshKeys, agent: str) -> str:
         _keygen(host_key, f"root@{host}")
     root_ssh = layer / "upper" / "root" / ".ssh"
     root_ssh.mkdir(parents=True, exist_ok=True)
-    (root_ssh / "authorized_keys").write_text(authorized_keys(keys, agent))
+    (root_ssh / "authorized_keys").write_text(authorized_keys(keys))
+    runner_ssh = layer / "upper" / RUNNER_HOME.lstrip("/") / ".ssh"  # root's, 0755 (the role's modes)
+    runner_ssh.mkdir(parents=True, exist_ok=True)
+    for d in (runner_ssh.parent, runner_ssh):
+        d.chmod(0o755)
+    (runner_ssh / "authorized_keys").write_text(runner_authorized_keys(keys, agent))
+    sudoers = layer / "upper" / "etc" / "sudoers.d"
+    sudoers.mkdir(parents=True, exist_ok=True)
+    (sudoers / "rig-agent").write_text(f"{RUNNER_USER} ALL=(root) NOPASSWD: /usr/bin/python3 -u -I {agent}\n")
+    (sudoers / "rig-agent").chmod(0o440)
     kind, blob = host_key.with_suffix(".pub").read_text().split()[:2]
     return f"{host},{mgmt_address(host)} {kind} {blob}\n"
 
@@ -141,6 +162,9 @@ def sshd_script(state_dir: Path, host: str) -> str:
     lines = ["set -e"]
     for d in OVERLAID:
         lines.append(f"mount -t overlay overlay -o lowerdir=/{d},upperdir={layer}/upper/{d},workdir={layer}/work/{d} /{d}")
+    # The runner's account, in the node's own /etc (an overlay): key only ("*": no password, not locked).
+    lines += [f"id -u {RUNNER_USER} >/dev/null 2>&1 || useradd --system --no-create-home --home-dir {RUNNER_HOME} "
+              f"--shell /bin/sh --comment 'rig campaign runner' --password '*' {RUNNER_USER}"]
     lines += ["mount -t tmpfs -o mode=755 tmpfs /run", "mkdir -p /run/sshd", "chmod 700 /root/.ssh",
               "exec /usr/sbin/sshd -D -e -f /etc/ssh/rig_sshd_config"]
     return "\n".join(lines)
