@@ -12,8 +12,8 @@ A sender's connections must make exactly the subflows of its pair's `subflows(ho
   so the subflow to the announced address leaves by its own radio;
 - fullmesh: each radio's endpoint is `subflow fullmesh`, which has the kernel open a subflow
   from it to every address the receiver has (the initial one and the announced one);
-- the limits: as many subflows as the connection needs (one spare: see sender_plan), and one
-  announced address accepted.
+- the limits: one subflow more than the connection needs beyond its first (see sender_plan), and
+  one announced address accepted.
 Receivers route each side's replies by its own table and announce the B address (`signal`).
 
 A plan is built with the node agent's own definition of it (nodes/agent/rig_node/plan.py: its
@@ -73,8 +73,9 @@ def sender_plan(pair: Pair, homing: str, backup: str = "none", mode: str = "pair
         main = ["default"] if n == 0 else ([] if mode == "fullmesh" else mine)
         ifaces.append(_up(r, mine, main, "subflow", True, backup == r.role, mode == "fullmesh"))
     ifaces += [Interface(r.ifname, False, table=r.table) for r in pair.radios if r not in used]
-    # One subflow more than it needs beyond the first: in paired mode a radio's endpoint also tries
-    # the initial address, which its table does not reach, and the kernel counts that try.
+    # One subflow more than it needs beyond the first, as the paired plan always had (2 with two
+    # radios): in paired mode a radio's endpoint also tries the initial address, which its table
+    # does not reach (whether the kernel counts that try against the limit was not measured).
     multi = len(subflows) > 1
     return Plan(tuple(ifaces), subflows=len(subflows) if multi else 0,
                 add_addr_accepted=len(pair.sides) - 1 if multi else 0, sysctls=NODE_SYSCTLS)

@@ -57,8 +57,8 @@ class RadioInterface:
 
     host: str
     ifname: str  # name inside the node (emulated: wlan0, lte0, lte1, wlan1; the lab's from its inventory)
-    role: str  # wifi, lte, lte2 (a sender's radios, the paths' names), wifi2: the address plan's
-    attachment: str  # ap1 | ap2 | ap2b | ap3 | cell: the subnet
+    role: str  # the address plan's: wifi, lte, lte2 (a sender's radios, naming its paths) or wifi2
+    attachment: str  # ap1 | ap2 | ap2b | ap3 | cell | cell2: the subnet
     address: IPv4Address
     path: PathKind
     table: int  # its routing table
@@ -167,8 +167,8 @@ def attachments_of(network: str) -> list[str]:
 
 def station(host: str, ifname: str, role: str, attachment: str, address: IPv4Address | None = None,
             host_id: int | None = None, gateway: bool = True) -> RadioInterface:
-    """A node interface in `role` (wifi, lte, wifi2) on `attachment`, at `address` or at the
-    attachment's subnet + `host_id` (the lab's numbering)."""
+    """A node interface in `role` (wifi, lte, lte2, wifi2) on `attachment`, at `address` or at the
+    attachment's prefix + `host_id` (the lab's numbering)."""
     network = ATTACHMENTS[attachment][1]
     if address is None:
         assert host_id is not None
