@@ -31,17 +31,19 @@ from rig.rigs.emulated import netns
 from rig.rigs.emulated.emulated_rig import STATE_ROOT, EmulatedRig
 from rig.store.reader import CampaignDir
 
-# 2 setups x 2 WiFi standards (4 blocks) x 25 repetitions = 100 short runs of one pair.
-CAMPAIGN = """name: spread
+# 2 setups x 2 WiFi standards (4 blocks) x 8 repetitions = 32 short runs of one pair (the 100-run
+# rehearsal, a benchmark: docs/measurements/2026-11-27-shards-and-merge.md).
+RUNS = 32
+CAMPAIGN = f"""name: spread
 setups: [I, III]
 pairs: 1
-repetitions: 25
+repetitions: {RUNS // 4}
 seed: 32
-factors: {volume: [200KB], wifi_standard: [n5, ac]}
-limits: {max_lag_p99_ms: 200}
+factors: {{volume: [200KB], wifi_standard: [n5, ac]}}
+limits: {{max_lag_p99_ms: 200}}
 """
 HOSTS = ("e1", "e2", "e3")
-KILL_AFTER = 5  # runs e2 has recorded when it is killed
+KILL_AFTER = 3  # runs e2 has recorded when it is killed (of its 11)
 
 
 @pytest.fixture
@@ -115,7 +117,7 @@ def test_three_hosts_run_a_campaign_one_killed_and_resumed_merged_once(tmp_path,
         terminate([first], 10, group=True)
     assert first.returncode != 0 and "e2" in out, out[-3000:]
     before = {d.name: CampaignDir(d).recorded_ids() for d in shard_dirs(tmp_path, "e2")}
-    assert len(before) == 1 and KILL_AFTER <= sum(map(len, before.values())) < 34, before
+    assert len(before) == 1 and KILL_AFTER <= sum(map(len, before.values())) < RUNS // 3 + 1, before
     # the merge refuses the missing shard with one line naming the runs missing
     assert "planned runs are recorded by none of the directories" in out and "they hold: 1/3, 3/3" in out, out[-3000:]
 
@@ -132,14 +134,14 @@ def test_three_hosts_run_a_campaign_one_killed_and_resumed_merged_once(tmp_path,
 
     merged = CampaignDir(tmp_path / "collect" / f"spread-{plan['digest']}")
     ids = merged.recorded_ids()
-    assert sorted(ids) == sorted(r["run_id"] for r in plan["runs"]) and len(ids) == 100
+    assert sorted(ids) == sorted(r["run_id"] for r in plan["runs"]) and len(ids) == RUNS
     assert merged.plan()["digest"] == plan["digest"] and merged.plan()["runs"] == plan["runs"]
     table = merged.runs_table()
-    assert table.num_rows == 100 and set(table.column("status").to_pylist()) <= {"ok", "invalid", "failed"}
+    assert table.num_rows == RUNS and set(table.column("status").to_pylist()) <= {"ok", "invalid", "failed"}
     meta = merged.metadata()
     assert sorted(s["host"] for s in meta["shards"]) == list(HOSTS) and meta["host"] == "e1, e2, e3"
     by_shard = {s["shard"]: set(s["runs"]) for s in meta["shards"]}
-    assert sum(map(len, by_shard.values())) == 100 and set().union(*by_shard.values()) == set(ids)
+    assert sum(map(len, by_shard.values())) == RUNS and set().union(*by_shard.values()) == set(ids)
     assert {s["git_commit"] for s in meta["shards"]} == {commit}
     for s in meta["shards"]:  # each host ran its shard on its own emulated rig
         assert s["rig"] == "emulated"
