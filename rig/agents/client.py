@@ -6,7 +6,7 @@ import json
 import signal
 import subprocess
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor, wait
 from typing import Callable, TypeVar
 
 from rig.core import process
@@ -139,7 +139,11 @@ class AgentPool:
         return self.agents[host]
 
     def each(self, hosts: list[str], fn: Callable[[AgentClient], T]) -> dict[str, T]:
+        """fn on every host's agent at once. Returns when all have returned, also when one raised
+        (its error is raised then): no request is left under way on an agent the caller goes
+        on to use (restoring the rig after a lost agent waited on the others' requests)."""
         futures = {h: self._pool.submit(fn, self.agents[h]) for h in hosts}
+        wait(futures.values())
         return {h: f.result() for h, f in futures.items()}
 
     # -- lost agents ---------------------------------------------------------------------------

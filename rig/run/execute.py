@@ -21,6 +21,7 @@ from rig.agents.client import AgentPool
 from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
 from rig.run.radios import NoRadios, Radios
+from rig.run.watch import RunWatch, wait_program, watched
 from rig.run.tables import interface_table, lag_table, received_table, switch_table, transfer_subflow_table
 from rig.store.columns import MIB_COUNTERS
 from rig.store.writer import RunRecord
@@ -230,33 +231,36 @@ class Collected:
     clocks: dict  # host -> the clock's offset (none on a shared clock)
 
 
-def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected]:
+def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected, str | None]:
     """One round, each node in one exchange: its program to its end (a sender's source, a
     receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
     stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
     on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
-    pair's traffic, so its collection at its own program's end misses nothing of the run.
-    The `wait` replies by host, and what was collected."""
+    pair's traffic, so its collection at its own program's end misses nothing of the run. A part
+    lost meanwhile (rig.run.watch) stops every node's program at once; the others' samples are
+    still collected, and a lost agent is raised (AgentLost) once every other node is done.
+    The `wait` replies by host, what was collected, and why the run was ended early (or None)."""
     timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
+    watch = RunWatch()
 
     def node(agent) -> dict[str, dict]:
         sender = agent.host in senders
-        wait = ({"op": "wait", "key": transfers.source_key(ctx.port), "timeout": timeout} if sender else
-                {"op": "wait", "key": transfers.sink_key(ctx.port), "timeout": timeout + transfers.SINK_GRACE_S})
-        requests = [wait, {"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
+        key = transfers.source_key(ctx.port) if sender else transfers.sink_key(ctx.port)
+        what = f"{'source' if sender else 'sink'} on {agent.host}"
+        ended = wait_program(agent, key, timeout if sender else timeout + transfers.SINK_GRACE_S, watch, what)
+        requests = [{"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
         requests += [] if ctx.shared_clock else [{"op": "clock"}]
-        return {r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}
+        return {"wait": ended, **{r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}}
 
-    replies = ctx.agents.each(ctx.topo.nodes, node)
+    replies = watched(ctx.agents, ctx.radios, ctx.topo.nodes, node, watch)
     hosts = ctx.topo.nodes
     collected = Collected(
         samples={h: replies[h]["unsample"]["samples"] for h in hosts},
         subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
         mib_after={s: replies[s]["mib"] for s in senders},
         clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts})
-    return {h: replies[h]["wait"] for h in hosts}, collected
-
+    return {h: replies[h]["wait"] for h in hosts}, collected, watch.why
 
 
 def can_prepare(run: Run, nxt: Run | None) -> bool:
@@ -384,7 +388,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
         during(t0)
     prepare_next(ctx, run, next_run, t0)
 
-    ended, nodes = finish(ctx, run, t0)
+    ended, nodes, ended_by = finish(ctx, run, t0)
     t_end = time.time()
     ctx.radios.flush_lag()  # the lag up to t_end, not only up to the last whole second
     marks.append(("transfer", time.monotonic()))
@@ -405,7 +409,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     marks.append(("collect", time.monotonic()))
 
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
-                        crossed=topo.networks_crossed(run.homing),
+                        crossed=topo.networks_crossed(run.homing), ended_by=ended_by,
                         path_bytes={s: {r.role: tx_delta(nodes.samples[s], r.ifname) for r in by_sender[s].used(run.homing)}
                                     for s in senders},
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),

@@ -49,10 +49,11 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
 def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
               lags: dict, radios_alive: dict, limits: Limits, crossed: set[str],
               path_bytes: dict[str, dict[str, int]], subflow_problem: str | None = None,
-              join_problems: dict[str, str | None] | None = None) -> Verdict:
+              join_problems: dict[str, str | None] | None = None, ended_by: str | None = None) -> Verdict:
     """crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
     path_bytes: sender -> what left each of its radios in use (role -> bytes);
-    join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins)."""
+    join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins);
+    ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None."""
     judged = []
     for p in pairs:
         status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
@@ -65,6 +66,8 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     dead = [n for n, alive in radios_alive.items() if not alive]
     if dead:
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
+    elif ended_by:
+        run_reason = ended_by
     else:
         # Only the networks the run's packets cross can distort it: an idle one's lag (a late
         # wake-up with nothing to forward) is recorded but does not judge the run.

@@ -16,6 +16,7 @@ import signal
 import subprocess
 import sys
 import time
+from datetime import datetime
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -218,6 +219,102 @@ def test_killed_radio_emulator_is_restarted_before_the_next_run(tmp_path, emulat
     assert status["reason"] == "emulator for ap1 exited during the run", status
     restarted = int(pid_file.read_text().split()[0])
     assert restarted != killed and Path(f"/proc/{restarted}").exists()
+
+
+DEFAULT_LIMITS = """
+name: faults-default
+setups: [I]
+pairs: 1
+repetitions: 6
+seed: 7
+factors:
+  volume: [15MB]
+  homing: [dual]
+limits:
+  max_lag_p99_ms: 200
+"""
+
+
+def _started(root: Path) -> list[tuple[float, str, dict]]:
+    """Every recorded run's start (unix time), id and status.json, in the order they ran."""
+    runs = []
+    for d in (root / "runs").iterdir():
+        status = json.loads((d / "status.json").read_text())
+        runs.append((datetime.fromisoformat(status["started_at"]).timestamp(), d.name, status))
+    return sorted(runs)
+
+
+def _recorded(log: Path) -> int:
+    """How many runs the campaign has finished so far (its progress lines, `[n/total] run: ...`)."""
+    return sum(1 for line in log.read_text().splitlines() if line.startswith("["))
+
+
+def _ticks_since_boot(pid: int | None = None) -> int:
+    """When `pid` started (else: now), in clock ticks since boot (/proc/PID/stat's starttime)."""
+    if pid is None:
+        return int(float(Path("/proc/uptime").read_text().split()[0]) * os.sysconf("SC_CLK_TCK"))
+    try:
+        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[19])
+    except (OSError, ValueError, IndexError):
+        return -1
+
+
+def _sending(proc: subprocess.Popen, prefix: str, log: Path, runs_before: int) -> int:
+    """The transfer source of the run after the first `runs_before` ones (each failed, so none
+    was prepared during the one before), started after they were recorded (not one of the failed
+    run's, still being stopped), once its MPTCP connection is established."""
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline and _recorded(log) < runs_before:
+        assert proc.poll() is None, "the campaign ended before the fault could be injected"
+        time.sleep(0.02)
+    recorded_at = _ticks_since_boot()
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the campaign ended before the fault could be injected"
+        pid = _iperf_client(prefix, "s1")
+        ss = subprocess.run(["ip", "netns", "exec", f"{prefix}-s1", "ss", "-HMnp", "state", "established"],
+                            capture_output=True, text=True).stdout
+        if pid is not None and f"pid={pid}," in ss and _ticks_since_boot(pid) >= recorded_at:
+            return pid
+        time.sleep(0.02)
+    pytest.fail("no transfer started")
+
+
+def test_a_lost_part_ends_its_run_at_once_at_the_default_limits(tmp_path, emulator, rig_prefix):
+    """The default run timeout (300 s): SIGKILL to a sender's agent, then a receiver's, then a
+    radio emulator, then a sender's transfer source, each during a 15 MB transfer of its own run.
+    Each hit run is recorded failed naming the lost part, and the next run starts seconds after
+    the fault, not after the run timeout: the other nodes' programs were stopped at once
+    (rig.run.watch). What each fault cost, from the fault to
+    the next run's start, is printed (docs/measurements/2026-11-27-fault-cost.md)."""
+    f = tmp_path / "faults-default.yaml"
+    f.write_text(DEFAULT_LIMITS)
+    proc, log = _start(tmp_path, f, rig_prefix, "--keep-up")
+    faults = []
+    agent = lambda host: os.kill(_agent(rig_prefix, host, proc.pid), signal.SIGKILL)  # noqa: E731
+    radio = lambda: os.kill(int((STATE_ROOT / rig_prefix / "radios" / "ap1.pid").read_text().split()[0]),  # noqa: E731
+                            signal.SIGKILL)
+    try:
+        for n, (kind, inject) in enumerate((("sender's node agent", lambda pid: agent("s1")),
+                                            ("receiver's node agent", lambda pid: agent("r1")),
+                                            ("radio emulator", lambda pid: radio()),
+                                            ("transfer source", lambda pid: os.kill(pid, signal.SIGKILL)))):
+            pid = _sending(proc, rig_prefix, log, n)  # each fault in a run of its own
+            faults.append((kind, time.time()))
+            inject(pid)
+    finally:
+        code = _finish(proc, timeout=600)
+    root, spoiled = _survived(code, log, tmp_path / "results", ["node agent on s1", "node agent on r1", "radio emulator ap1"])
+    runs = _started(root)
+    for (kind, at), expected in zip(faults, ("node agent on s1", "node agent on r1", "emulator for ap1 exited",
+                                               "transfer source on s1 killed by SIGKILL")):
+        hit = max(i for i, (start, _, _) in enumerate(runs) if start <= at)
+        _, run_id, status = runs[hit]
+        assert status["status"] == "failed" and status["reason"].startswith(expected), status
+        assert hit + 1 < len(runs), "the campaign did not go on after the fault"
+        print(f"{kind}: {run_id} failed ({status['reason']}); the next run started "
+              f"{runs[hit + 1][0] - at:.1f} s after the fault")
+    assert len(spoiled) == 4, spoiled
+    assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
 
 
 # What a reboot takes from a node: addresses, routes, policy rules, MPTCP endpoints, sysctls.

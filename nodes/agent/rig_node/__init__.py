@@ -22,4 +22,4 @@ ops        the closed set of requests, dispatched to the modules above
 # The version of the agent's requests and replies, in its `hello`. The controller (rig/agents/client.py)
 # refuses an agent of another version (a node provisioned from another checkout): raise it when a
 # request or a reply changes so that one side of another version would misread the other.
-PROTOCOL = 2
+PROTOCOL = 3

@@ -136,12 +136,18 @@ class Agent:
         return key, self.launches.get(key)
 
     def wait(self, req: dict) -> dict:
-        v.only(req, {"op", "key", "timeout"}, "wait")
+        """What `launch` started under key, once it ended, or once `timeout` passed: then it is
+        stopped (its output kept, `timed_out`), unless `stop` is false: then only {"running": true},
+        and the controller asks again (it ends a run on every node at once when a part is lost)."""
+        v.only(req, {"op", "key", "timeout", "stop"}, "wait")
         timeout = v.number(req.get("timeout", 3600), "wait.timeout", 0, MOST_WAIT_S)
         key, launch = self._launch(req, "wait")
         if launch is None:
             raise Refused(f"wait: nothing was launched as {key!r}")
+        stop = v.boolean(req.get("stop", True), "wait.stop")
         if not launch.done.wait(timeout):
+            if not stop:
+                return {"running": True}
             launch.stop()
             launch.done.wait(5)
             return {**(launch.result or {}), "timed_out": True}
