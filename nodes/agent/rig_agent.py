@@ -16,9 +16,12 @@ The requests are a closed set (rig_node/ops.py); every field is checked (rig_nod
   launch     key, program, args, at  -> {}   a traffic program (rig_node/programs.py: the rig's
                                             transfer, iperf3) at `at`
   release    key, at             -> {}   a transfer launched with `hold` starts at `at`
-  wait       key, timeout, stop  -> {"started_at", "ended_at", "rc", "stdout", "stderr"[, "timed_out"]}
+  wait       key, timeout, stop, port -> {"started_at", "ended_at", "rc", "stdout", "stderr"[, "timed_out"]}
                                             at its end, or stopped at `timeout`; with stop false,
-                                            {"running": true} at `timeout` and it runs on
+                                            {"running": true} at `timeout` and it runs on (with
+                                            port: and its connections' "received", "rto_ms")
+  evidence   keys                -> {"ss", "mib", "programs"}   a stalled transfer's (rig_node/stall.py)
+  kill_sockets port              -> {"left"}   every socket of the port destroyed (ss -K)
   alive      key                 -> {"alive"}
   stop       key                 -> {}   stop what `launch` started under key (TERM, then KILL)
   stop_strays                    -> {"stopped": [pid, ...]}   traffic programs a lost agent left

@@ -173,7 +173,7 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
         raise SystemExit(130)
     c = result.counts
     overhead = (result.wall_s - result.transfer_s) / result.wall_s if result.ran and result.wall_s else 0.0
-    click.echo(f"{result.store.root}: {c['ok']} ok, {c['invalid']} invalid, {c['failed']} failed"
+    click.echo(f"{result.store.root}: {c['ok']} ok, {c['invalid']} invalid, {c['stalled']} stalled, {c['failed']} failed"
                f" ({result.skipped} recorded earlier); {_fmt_duration(result.wall_s)} wall,"
                f" orchestration overhead {overhead:.1%}")
     if result.lag_retries:

@@ -30,6 +30,7 @@ from rig.influx import sink_from_env
 from rig.core.progress import Progress
 from rig.core.errors import DISK_FULL, RigError
 from rig.run.execute import RunContext, RunSettings, execute_run
+from rig.store.columns import STATUSES
 from rig.store.writer import CampaignStore, RunRecord, utc_now
 
 # The same fault again right after the rig was restored: something restoring cannot fix.
@@ -164,7 +165,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
         planned = f"{len(runs)} runs in shard {shard} of {len(plan.runs)}" if shard else f"{len(runs)} runs planned"
         progress.note(f"{planned}, {len(runs) - len(todo)} already recorded, {len(todo)} to run")
 
-        t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, {"ok": 0, "invalid": 0, "failed": 0}
+        t_start, transfer, retried, counts = time.monotonic(), 0.0, 0, dict.fromkeys(STATUSES, 0)
         spreads: list[float] = []
         recorder = _Recorder(store, _sink())
         if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
@@ -214,7 +215,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
                         raise RigError(f"{faults_in_a_row} runs in a row failed although the rig was restored before each "
                                        f"(last: {fault}); stopped. The recorded runs are kept; continue with: {resume_hint}")
-                    if record.status == "failed" and fault is None:
+                    if record.status in ("failed", "stalled") and fault is None:  # its programs were stopped
                         ctx.assume_nothing()
         finally:
             with ThreadPoolExecutor(max_workers=1) as pool:

@@ -18,6 +18,7 @@ import pyarrow.parquet as pq
 import yaml
 
 from analysis.studies import study_arrow_tables
+from analysis import stalls
 from rig.store import formats
 from rig.core.errors import InputError, RigError
 from rig.export import datapackage
@@ -87,8 +88,9 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
             else:
                 (tmp / name).write_text(json.dumps(clean, indent=2) + "\n")
         meta = docs[METADATA][1]
-        runs = pq.read_table(tmp / "data/runs.parquet", columns=["run_id", "status"]).to_pylist()
+        runs = pq.read_table(tmp / "data/runs.parquet").to_pylist()
         statuses = Counter({r["run_id"]: r["status"] for r in runs}.values())  # runs, not pairs
+        stalled = stalls.per_condition(runs)
         exported_at = datetime.now(timezone.utc).isoformat(timespec="seconds")
         (tmp / "datapackage.json").write_text(json.dumps({
             "format": formats.EXPORT,
@@ -99,7 +101,7 @@ def export_campaign(campaign_dir: Path, to: Path) -> Path:
             "resources": resources,
         }, indent=2) + "\n")
         (tmp / "README.md").write_text(render(meta, (tmp / CAMPAIGN_FILE).read_text(), resources,
-                                              statuses, removed, exported_at, f"rig {_rig_version()}"))
+                                              statuses, removed, exported_at, f"rig {_rig_version()}", stalled))
         _refuse_leaks(tmp, secrets)
         _write_sums(tmp)
         if to.exists():

@@ -20,10 +20,13 @@ def _provenance(meta: dict) -> list[str]:
 
 
 def render(meta: dict, campaign_yaml: str, resources: list[dict], statuses: Counter,
-           removed: dict[str, list[str]], exported_at: str, exporter: str) -> str:
+           removed: dict[str, list[str]], exported_at: str, exporter: str, stalled: list[dict] = ()) -> str:
     out = [f"# Dataset: campaign {meta.get('campaign')} ({meta.get('campaign_id')})", "",
            f"Exported {exported_at} by {exporter}. Runs: "
            + ", ".join(f"{n} {s}" for s, n in sorted(statuses.items())) + ".", ""]
+    if stalled:  # a result of the network under test (runs.parquet's status `stalled`)
+        out += ["Stalled runs per condition (transfers that made no progress for the stall bound):", ""]
+        out += [f"- {c['stalled']} of {c['runs']}: {c['condition']}" for c in stalled] + [""]
     out += _provenance(meta)
     out += ["## Files", "",
             "- `data/*.parquet`: the tables below (Parquet, zstd); `datapackage.json` describes them "

@@ -54,7 +54,8 @@ def findings(results_dirs: tuple[Path, ...], files: tuple[Path, ...], markdown: 
     from rig.findings.evaluate import evaluate
     from rig.findings.render import markdown as to_markdown, text_table
 
-    verdicts = evaluate(loaded, CampaignData.read(dirs))
+    data = CampaignData.read(dirs)
+    verdicts = evaluate(loaded, data)
     if markdown or update is not None:
         argv = [*map(str, results_dirs), *(x for f in files for x in ("--findings", str(f))),
                 *(["--update", str(update)] if update is not None else ["--markdown"])]
@@ -68,3 +69,6 @@ def findings(results_dirs: tuple[Path, ...], files: tuple[Path, ...], markdown: 
             click.echo(text)
     else:
         click.echo(text_table(verdicts), nl=False)
+    for name, campaign in data.items():  # a stall is the network's result: how often, per condition
+        for c in campaign.stalls:
+            click.echo(f"{name}: {c['stalled']} of {c['runs']} runs stalled: {c['condition']}", err=markdown or update is not None)

@@ -13,6 +13,7 @@ from collections import defaultdict
 from functools import cached_property
 from pathlib import Path
 
+from analysis import stalls
 from analysis.load import load_metadata, load_runs, run_outcomes
 
 # Run parameters runs.parquet does not carry: read from the runs' params.json when a claim needs them.
@@ -30,6 +31,8 @@ class CampaignData:
         self.name, self.dirs = name, list(dirs)
         self.pairs: list[dict] = []
         self.recorded = 0
+        # Stalls are results (rig.run.watch): never evidence for a claim, but counted per condition.
+        self.stalls = stalls.per_condition([{**r, "run_id": f"{i}/{r['run_id']}"} for i, rows in enumerate(runs) for r in rows])
         for i, rows in enumerate(runs):
             bad = {r["run_id"] for r in rows if r.get("status") != "ok"}
             self.recorded += len({r["run_id"] for r in rows})

@@ -19,8 +19,10 @@ from analysis.factors import FACTORS, LABELS, fmt, varied
 from analysis.joins import COLUMNS as JOIN_COLUMNS, join_rows
 from analysis.figures import goodput_figure, measured, path_mbps, per_run_goodput, share_figure
 from analysis.load import load_metadata, load_runs, run_outcomes
+from analysis import stalls
 from analysis.stats import mean_ci
 from rig.core.errors import InputError
+from rig.store.columns import STATUSES
 from rig.store.reader import PLAN, RUNS_TABLE, CampaignDir
 from rig.findings.applied import report_section
 from rig.report.studies import study_sections
@@ -39,7 +41,7 @@ TEMPLATE = jinja2.Environment(autoescape=True).from_string("""<!doctype html>
 </style></head><body>
 <h1>Campaign {{ meta.campaign }} <small>({{ meta.campaign_id }})</small></h1>
 <p>{{ counts.recorded }} of {{ counts.planned }} planned runs recorded:
- {{ counts.ok }} ok, <span class="bad">{{ counts.failed }} failed, {{ counts.invalid }} invalid</span>.
+ {{ counts.ok }} ok, <span class="bad">{{ counts.failed }} failed, {{ counts.stalled }} stalled, {{ counts.invalid }} invalid</span>.
 {% if counts.lag_retries %} {{ counts.lag_retries }} attempts were run again because the emulator
  lagged (kept in <code>attempts/</code>, not plotted).{% endif %} Report written {{ written_at }}.</p>
 <dl>
@@ -93,7 +95,13 @@ subflow on the path was established (the kernel path manager's event).</p>
 {% for row in summary %}<tr>{% for v in row %}<td{% if loop.index > summary_columns|length - 4 %} class="num"{% endif %}>{{ v }}</td>{% endfor %}</tr>{% endfor %}
 </table>
 {% endif %}
-<h2 id="problems">Invalid and failed runs</h2>
+{% if stalls %}<h2 id="stalls">Stalls per condition</h2>
+<p>Transfers that made no progress for the stall bound (docs/campaigns.md, "Stalled transfers"):
+ a result of the network under test; each run's evidence is in its <code>logs/stall-*</code>.</p>
+<table><tr><th>condition</th><th>stalled</th><th>runs</th></tr>
+{% for c in stalls %}<tr><td>{{ c.condition }}</td><td class="bad">{{ c.stalled }}</td><td>{{ c.runs }}</td></tr>{% endfor %}
+</table>{% endif %}
+<h2 id="problems">Invalid, stalled and failed runs</h2>
 {% if problems %}
 <table id="problem-table"><tr><th>run</th><th>status</th><th>reason</th><th>parameters</th></tr>
 {% for p in problems %}<tr><td>{{ p.run_id }}</td><td class="bad">{{ p.status }}</td><td>{{ p.reason or "" }}</td><td>{{ p.params }}</td></tr>{% endfor %}
@@ -157,12 +165,12 @@ def write_report(campaign_dir: Path, include_invalid: bool = False) -> Path:
     problems = [{"run_id": o["run_id"], "status": o["status"], "reason": o["reason"],
                  "params": ", ".join(f"{k}={o[k]}" for k in PARAM_KEYS if o.get(k) is not None)}
                 for o in outcomes if o["status"] != "ok"]
-    html = TEMPLATE.render(
+    html = TEMPLATE.render(stalls=stalls.per_condition(outcomes),
         meta=load_metadata(campaign_dir), figures=figures, studies=studies, summary=summary, summary_columns=columns,
         joins=join_rows(campaign_dir, rows), join_columns=JOIN_COLUMNS, findings=report_section(campaign_dir),
         problems=problems, include_invalid=include_invalid, written_at=datetime.now(timezone.utc).isoformat(timespec="seconds"),
         counts={"planned": planned, "recorded": len(outcomes), "ok": status["ok"],
-                "failed": status["failed"], "invalid": status["invalid"],
+                **{s: status[s] for s in STATUSES},
                 "lag_retries": sum(o["lag_retries"] for o in outcomes)})
     (tmp / "index.html").write_text(html)
     out = campaign_dir / "report"

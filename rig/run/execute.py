@@ -6,6 +6,7 @@ emulated rig and the physical lab; the emulator (if any) contributes its lag and
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import dataclass, field
 from typing import Callable
@@ -231,7 +232,7 @@ class Collected:
     clocks: dict  # host -> the clock's offset (none on a shared clock)
 
 
-def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected, str | None]:
+def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected, RunWatch]:
     """One round, each node in one exchange: its program to its end (a sender's source, a
     receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
     stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
@@ -239,7 +240,7 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
     pair's traffic, so its collection at its own program's end misses nothing of the run. A part
     lost meanwhile (rig.run.watch) stops every node's program at once; the others' samples are
     still collected, and a lost agent is raised (AgentLost) once every other node is done.
-    The `wait` replies by host, what was collected, and why the run was ended early (or None)."""
+    The `wait` replies by host, what was collected, and the watch (why the run ended early)."""
     timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
     watch = RunWatch()
@@ -248,7 +249,8 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
         sender = agent.host in senders
         key = transfers.source_key(ctx.port) if sender else transfers.sink_key(ctx.port)
         what = f"{'source' if sender else 'sink'} on {agent.host}"
-        ended = wait_program(agent, key, timeout if sender else timeout + transfers.SINK_GRACE_S, watch, what)
+        ended = wait_program(agent, key, timeout if sender else timeout + transfers.SINK_GRACE_S, watch, what,
+                             ctx.port, receives=not sender)
         requests = [{"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
         requests += [] if ctx.shared_clock else [{"op": "clock"}]
         return {"wait": ended, **{r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}}
@@ -260,7 +262,7 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
         subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
         mib_after={s: replies[s]["mib"] for s in senders},
         clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts})
-    return {h: replies[h]["wait"] for h in hosts}, collected, watch.why
+    return {h: replies[h]["wait"] for h in hosts}, collected, watch
 
 
 def can_prepare(run: Run, nxt: Run | None) -> bool:
@@ -388,7 +390,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
         during(t0)
     prepare_next(ctx, run, next_run, t0)
 
-    ended, nodes, ended_by = finish(ctx, run, t0)
+    ended, nodes, watch = finish(ctx, run, t0)
     t_end = time.time()
     ctx.radios.flush_lag()  # the lag up to t_end, not only up to the last whole second
     marks.append(("transfer", time.monotonic()))
@@ -409,7 +411,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     marks.append(("collect", time.monotonic()))
 
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
-                        crossed=topo.networks_crossed(run.homing), ended_by=ended_by,
+                        crossed=topo.networks_crossed(run.homing), ended_by=watch.why, stalled=watch.stalled,
                         path_bytes={s: {r.role: tx_delta(nodes.samples[s], r.ifname) for r in by_sender[s].used(run.homing)}
                                     for s in senders},
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
@@ -422,8 +424,21 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),
         pairs=verdict.pairs, details=details, transfers=reports, timeseries=timeseries,
-        logs={f"{s}.stderr": (sources[s].get("stderr") or "") + (sinks[s].get("stderr") or "") for s in senders},
+        logs={**{f"{s}.stderr": (sources[s].get("stderr") or "") + (sinks[s].get("stderr") or "") for s in senders},
+              **stall_evidence(ended)},
     )
+
+
+def stall_evidence(ended: dict[str, dict]) -> dict[str, str]:
+    """A stalled run's evidence from each node (rig.run.watch), as files of its logs/: the sockets
+    (`ss -tnmiM`), and the MIB counters with the programs' threads (state, wait channel, stack)."""
+    logs = {}
+    for host, reply in ended.items():
+        if reply.get("evidence"):
+            ev = reply["evidence"]
+            logs[f"stall-{host}.ss"] = ev.get("ss") or ""
+            logs[f"stall-{host}.json"] = json.dumps({"mib": ev.get("mib"), "programs": ev.get("programs")}, indent=1)
+    return logs
 
 
 def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collected, event_rows: list, verdict: Verdict,

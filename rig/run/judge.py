@@ -1,6 +1,7 @@
-"""Deciding whether a run counts: ok, failed (it did not complete) or invalid (it completed,
-but not as configured: TCP fallback, a path of the run's homing not established in time
-(rig.run.joins), a lagging emulator)."""
+"""Deciding whether a run counts: ok, failed (it did not complete), stalled (its transfer made
+no progress: rig.run.watch) or invalid (it completed, but not as configured: TCP fallback, a path
+of the run's homing not established in time (rig.run.joins), a lagging emulator). The statuses
+are rig.store.columns.STATUSES."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from dataclasses import dataclass
 
 from rig.model.spec import Limits, Run
 from rig.run.transfers import PairTransfer
+from rig.store.columns import STATUSES_WORST_FIRST
 
 # Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
 FALLBACK_COUNTERS = ("MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtMPCapableFallbackACK", "MPTcpExtInfiniteMapTx",
@@ -49,11 +51,14 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
 def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
               lags: dict, radios_alive: dict, limits: Limits, crossed: set[str],
               path_bytes: dict[str, dict[str, int]], subflow_problem: str | None = None,
-              join_problems: dict[str, str | None] | None = None, ended_by: str | None = None) -> Verdict:
+              join_problems: dict[str, str | None] | None = None, ended_by: str | None = None,
+              stalled: bool = False) -> Verdict:
     """crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
     path_bytes: sender -> what left each of its radios in use (role -> bytes);
     join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins);
-    ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None."""
+    ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None;
+    stalled: it was a transfer that stalled (ended_by says which): the pairs that did not
+    complete are `stalled`, a result of the network under test, not a failure of the rig."""
     judged = []
     for p in pairs:
         status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
@@ -79,11 +84,13 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
             run_reason = f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
     if not run_reason and subflow_problem:
         run_reason = subflow_problem
+    if stalled and not dead:
+        judged = [{**p, "status": "stalled", "reason": ended_by} if p["status"] == "failed" else p for p in judged]
     if run_reason:
         judged = [{**p, "status": "invalid" if p["status"] == "ok" else p["status"], "reason": p["reason"] or run_reason} for p in judged]
 
     statuses = [p["status"] for p in judged]
-    status = "failed" if "failed" in statuses else "invalid" if "invalid" in statuses else "ok"
+    status = next((s for s in STATUSES_WORST_FIRST if s in statuses), "ok")
     reason = run_reason or next((f"{p['sender']}: {p['reason']}" for p in judged if p["reason"]), None)
     # Only lag: no pair failed or was invalid on its own account, and nothing else run-wide.
     lagged = lag_is_the_reason and status == "invalid" and all(p["reason"] == run_reason for p in judged)

@@ -18,42 +18,73 @@ from rig.run.transfers import last_line
 # few ms), and so how late the other nodes learn that a part was lost. The run timeout stays
 # the bound on a run that merely runs long.
 WAIT_SLICE_S = 0.5
+# A transfer stalls when its receiver's connections have received nothing for
+# max(STALL_MIN_S, STALL_RTOS x the largest RTO they showed). A sender that loses everything it
+# sends retransmits after one RTO, then two, then four (exponential backoff): by 8 RTOs three
+# retransmissions in a row have not got through, which a path that still carries anything does
+# not do; STALL_MIN_S keeps short-RTT paths (RTO 200 ms) from calling a burst of loss a stall.
+STALL_MIN_S = 5.0
+STALL_RTOS = 8
+
+
+def stall_bound_s(rto_ms: float | None) -> float:
+    return max(STALL_MIN_S, STALL_RTOS * (rto_ms or 0.0) / 1000)
 
 
 class RunWatch:
-    """Why the run was ended early (the first lost part), shared by the nodes' waits."""
+    """Why the run was ended early (the first lost part, or a stalled transfer), shared by the
+    nodes' waits."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.why: str | None = None
+        self.stalled = False  # ended because a transfer stalled: a result, not a lost part
         self.ended = threading.Event()
 
-    def lose(self, why: str) -> None:
+    def lose(self, why: str, stalled: bool = False) -> None:
         with self._lock:
             if self.why is None:
-                self.why = why
+                self.why, self.stalled = why, stalled
         self.ended.set()
 
 
-def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str) -> dict:
+def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, port: int, receives: bool) -> dict:
     """The `wait` reply of the program under `key` on `agent`'s node: at its end, at `timeout`
     (stopped, `timed_out`), or as soon as the watch says the run is over (stopped, `stopped_by`
     the lost part). A program that ends with an error ends the run on the other nodes too
-    (`what` names it: "source on s1")."""
+    (`what` names it: "source on s1"). A receiver's sink (`receives`) whose connections on
+    `port` receive nothing for stall_bound_s ends the run as stalled; then every node's program
+    is stopped after the node's evidence was taken (`evidence` in the reply), and the port's
+    sockets are destroyed on both ends."""
     deadline = time.monotonic() + timeout
+    received, moved_at, rto_ms = None, time.monotonic(), None
     try:
         while not watch.ended.is_set() and (left := deadline - time.monotonic()) > 0:
-            reply = agent.request("wait", key=key, timeout=min(WAIT_SLICE_S, left), stop=False)
+            reply = agent.request("wait", key=key, timeout=min(WAIT_SLICE_S, left), stop=False,
+                                  **({"port": port} if receives else {}))
             if not reply.get("running"):
                 if reply.get("rc"):
                     watch.lose(f"transfer {what} {_how(reply['rc'], reply.get('stderr') or '')}")
                 return reply
+            if reply.get("received") is None:
+                continue
+            rto_ms = max(rto_ms or 0.0, reply.get("rto_ms") or 0.0)
+            if reply["received"] != received:
+                received, moved_at = reply["received"], time.monotonic()
+            elif time.monotonic() - moved_at > (bound := stall_bound_s(rto_ms)):
+                watch.lose(f"stalled: the {what}'s connections received nothing for {bound:.1f} s "
+                           f"({received} bytes received, largest RTO {rto_ms:.0f} ms)", stalled=True)
+        evidence = agent.request("evidence", keys=[key]) if watch.stalled else None
         reply = agent.request("wait", key=key, timeout=0)  # stopped now, its output kept
+        if watch.stalled:
+            agent.request("kill_sockets", port=port)
     except AgentLost as e:
         watch.lose(str(e))
         raise
     if watch.why is not None and reply.get("timed_out"):  # it did not run out of time: it was stopped
         reply = {**reply, "timed_out": False, "stopped_by": watch.why}
+    if evidence is not None:
+        reply["evidence"] = evidence
     return reply
 
 

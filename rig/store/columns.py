@@ -21,6 +21,16 @@ from rig.store import formats
 TIME = pa.timestamp("us", tz="UTC")
 
 
+# A run's (and a pair's) statuses, the one list of them: what a run's outcome can be, counted in
+# the campaign's summary, the report, the export and the findings.
+#   ok       completed and valid
+#   invalid  completed, but not as configured (rig.run.judge)
+#   stalled  its transfer made no progress for the stall bound (rig.run.watch): the network's
+#            result, kept as recorded (never run again)
+#   failed   did not complete (the network's, or a lost part of the rig's: run again by --resume)
+STATUSES = ("ok", "invalid", "stalled", "failed")
+STATUSES_WORST_FIRST = ("failed", "stalled", "invalid")  # a run is its worst pair's
+
 @dataclass(frozen=True)
 class Column:
     name: str
@@ -55,8 +65,10 @@ RUNS: tuple[Column, ...] = (
                                                 "transfer)"),
     Column("bytes_lte", pa.int64(), "pair", "bytes that left the sender's LTE interface during the run"),
     Column("bytes_wifi", pa.int64(), "pair", "bytes that left the sender's WiFi interface during the run"),
-    Column("status", pa.string(), "pair", "ok, failed (did not complete) or invalid (completed, failed validation)"),
-    Column("reason", pa.string(), "pair", "why a run failed or is invalid"),
+    Column("status", pa.string(), "pair", "ok, failed (did not complete), stalled (its transfer made no progress for "
+                                          "the stall bound: a result of the network) or invalid (completed, failed "
+                                          "validation)"),
+    Column("reason", pa.string(), "pair", "why a run failed, stalled or is invalid"),
     Column("bytes_sent", pa.int64(), "pair"),
     Column("bytes_received", pa.int64(), "pair"),
     Column("retrans_segs", pa.int64(), "pair", mib="TcpRetransSegs"),

@@ -14,6 +14,7 @@ mptcp_info MPTCP sockets: a new one, and a connected one's subflows (tcp_info an
 transfer_sink, transfer_source  the rig transfer's two sides (rig_transfer.py is their command line)
 pm_events  the kernel MPTCP path manager's events in this namespace: subflows made and closed
 pathpolicy the loss-aware path policy: backup/restore decisions and their MPTCP endpoints
+stall      a stalled transfer: its connections' progress, its evidence, its sockets torn down
 timeline   a run's events as the node acts them out: interfaces down/up, impairments
 ccparams   run-time settings of the rig's BPF congestion controls (the fixed initial ssthresh)
 ops        the closed set of requests, dispatched to the modules above

@@ -8,7 +8,7 @@ import subprocess
 import threading
 import time
 
-from rig_node import PROTOCOL, ccparams, facts, plan as plans, radios, routing, sampling, sysctls, timeline, validate as v
+from rig_node import PROTOCOL, ccparams, facts, plan as plans, radios, routing, sampling, stall, sysctls, timeline, validate as v
 from rig_node.programs import Launch, argv_for, stop_strays
 from rig_node.validate import Refused
 
@@ -34,7 +34,7 @@ class Agent:
         self.handlers = {
             "hello": self.hello, "paths": self.paths, "sysctl": self.sysctl, "facts": self.facts, "clock": self.clock,
             "launch": self.launch, "release": self.release, "wait": self.wait, "alive": self.alive, "stop": self.stop,
-            "stop_strays": self.stop_strays, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
+            "stop_strays": self.stop_strays, "evidence": self.evidence, "kill_sockets": self.kill_sockets, "listening": self.listening, "sample": self.sample, "unsample": self.unsample, "mib": self.mib,
             "timeline": self.start_timeline, "timeline_log": self.timeline_log, "cc_params": ccparams.request,
             "batch": self.batch,
         }
@@ -139,15 +139,16 @@ class Agent:
         """What `launch` started under key, once it ended, or once `timeout` passed: then it is
         stopped (its output kept, `timed_out`), unless `stop` is false: then only {"running": true},
         and the controller asks again (it ends a run on every node at once when a part is lost)."""
-        v.only(req, {"op", "key", "timeout", "stop"}, "wait")
+        v.only(req, {"op", "key", "timeout", "stop", "port"}, "wait")
         timeout = v.number(req.get("timeout", 3600), "wait.timeout", 0, MOST_WAIT_S)
         key, launch = self._launch(req, "wait")
         if launch is None:
             raise Refused(f"wait: nothing was launched as {key!r}")
         stop = v.boolean(req.get("stop", True), "wait.stop")
+        port = v.integer(req["port"], "wait.port", 1024, 65535) if "port" in req else None
         if not launch.done.wait(timeout):
-            if not stop:
-                return {"running": True}
+            if not stop:  # with `port`: how far its connections have come (the stall check)
+                return {"running": True, **(stall.progress(port) if port else {})}
             launch.stop()
             launch.done.wait(5)
             return {**(launch.result or {}), "timed_out": True}
@@ -167,6 +168,17 @@ class Agent:
             launch.stop()
             launch.done.wait(5)
         return {}
+
+    def evidence(self, req: dict) -> dict:
+        """A stalled transfer's evidence on this node (rig_node.stall), its programs under `keys`."""
+        v.only(req, {"op", "keys"}, "evidence")
+        keys = [v.key(k, "evidence.keys") for k in v.listed(v.need(req, "keys", "evidence"), "evidence.keys", 4)]
+        return stall.evidence({k: self.launches[k].pid if k in self.launches else None for k in keys})
+
+    def kill_sockets(self, req: dict) -> dict:
+        """Every socket of `port` destroyed, whatever state the kernel holds it in."""
+        v.only(req, {"op", "port"}, "kill_sockets")
+        return {"left": stall.kill_sockets(v.integer(v.need(req, "port", "kill_sockets"), "kill_sockets.port", 1024, 65535))}
 
     def stop_strays(self, req: dict) -> dict:
         """Stop the traffic programs an earlier agent of this node left running."""
