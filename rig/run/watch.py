@@ -40,6 +40,22 @@ class RunWatch:
         self.why: str | None = None
         self.stalled = False  # ended because a transfer stalled: a result, not a lost part
         self.ended = threading.Event()
+        # A stall's evidence is taken on every node whose program still runs before any of them
+        # is stopped (a sink stopped first would end its source, and the sender's state with it).
+        self._evidence = threading.Condition()
+        self._running = self._evidenced = 0
+
+    def running(self, delta: int) -> None:
+        with self._evidence:
+            self._running += delta
+            self._evidence.notify_all()
+
+    def evidence_taken(self, timeout_s: float = 3.0) -> None:
+        """This node's evidence is taken: until every running node's is (at most timeout_s)."""
+        with self._evidence:
+            self._evidenced += 1
+            self._evidence.notify_all()
+            self._evidence.wait_for(lambda: self._evidenced >= self._running, timeout_s)
 
     def lose(self, why: str, stalled: bool = False) -> None:
         with self._lock:
@@ -54,15 +70,17 @@ def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, po
     the lost part). A program that ends with an error ends the run on the other nodes too
     (`what` names it: "source on s1"). A receiver's sink (`receives`) whose connections on
     `port` receive nothing for stall_bound_s ends the run as stalled; then every node's program
-    is stopped after the node's evidence was taken (`evidence` in the reply), and the port's
-    sockets are destroyed on both ends."""
+    is stopped after the node's evidence was taken (`evidence` in the reply). A program stopped
+    (the run ended early, or at its timeout) has its port's sockets destroyed on every node."""
     deadline = time.monotonic() + timeout
     received, moved_at, rto_ms = None, time.monotonic(), None
+    watch.running(+1)
     try:
         while not watch.ended.is_set() and (left := deadline - time.monotonic()) > 0:
             reply = agent.request("wait", key=key, timeout=min(WAIT_SLICE_S, left), stop=False,
                                   **({"port": port} if receives else {}))
             if not reply.get("running"):
+                watch.running(-1)
                 if reply.get("rc"):
                     watch.lose(f"transfer {what} {_how(reply['rc'], reply.get('stderr') or '')}")
                 return reply
@@ -75,10 +93,14 @@ def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, po
                 watch.lose(f"stalled: the {what}'s connections received nothing for {bound:.1f} s "
                            f"({received} bytes received, largest RTO {rto_ms:.0f} ms)", stalled=True)
         evidence = agent.request("evidence", keys=[key]) if watch.stalled else None
-        reply = agent.request("wait", key=key, timeout=0)  # stopped now, its output kept
         if watch.stalled:
-            agent.request("kill_sockets", port=port)
+            watch.evidence_taken()
+        reply = agent.request("wait", key=key, timeout=0)  # stopped now, its output kept
+        # Nothing of a run that ended badly survives into the next: its connections' sockets,
+        # whatever state the kernel holds them in (unsent data, FIN_WAIT), are destroyed.
+        agent.request("kill_sockets", port=port)
     except AgentLost as e:
+        watch.running(-1)
         watch.lose(str(e))
         raise
     if watch.why is not None and reply.get("timed_out"):  # it did not run out of time: it was stopped
