@@ -185,10 +185,13 @@ def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig)
     sshd = None
     try:
         _wait_for_transfer(proc, rig_prefix)
-        [agent] = [pid for pid in netns.pids(f"{rig_prefix}-s1")
-                   if any("rig_agent" in a for a in _cmdline(pid)) and not _is_transfer(pid)]  # not its forks
+        # the agent's Python: not its forks, nor the shell and sudo that the runner's account starts it with
+        agents = [pid for pid in netns.pids(f"{rig_prefix}-s1")
+                  if any("rig_agent" in a for a in _cmdline(pid)) and _comm(pid).startswith("python")]
+        assert len(agents) == 1, [(pid, _comm(pid), _cmdline(pid)[:4]) for pid in agents]
+        [agent] = agents
         sshd = _ppid(agent)
-        while sshd and _comm(sshd) != "sshd":  # a login shell may sit between them
+        while sshd and _comm(sshd) != "sshd":  # a login shell and sudo may sit between them
             sshd = _ppid(sshd)
         assert sshd, "the agent is not served by an sshd"
         os.kill(sshd, sig)
