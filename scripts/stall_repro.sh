@@ -50,8 +50,11 @@ while [ "$try" -le "$TRIES" ]; do
     while kill -0 "$client" 2>/dev/null; do
         sleep 1
         # What the receiver's subflows have received in order (as the rig's stall check reads it)
-        now=$(ip netns exec "$RCV" ss -HtinO state established '( sport = :5399 )' |
-              grep -o 'bytes_received:[0-9]*' | awk -F: '{s += $2} END {print s + 0}')
+        now=0
+        for got in $(ip netns exec "$RCV" ss -HtinO state established '( sport = :5399 )' |
+                     grep -o 'bytes_received:[0-9]*' | cut -d: -f2); do
+            now=$((now + got))
+        done
         if [ "$now" = "$last" ]; then still=$((still + 1)); else still=0 last=$now; fi
         if [ "$still" -ge "$STALL_S" ]; then
             echo "try $try: stalled ($now bytes received, none for $STALL_S s); evidence:"; evidence

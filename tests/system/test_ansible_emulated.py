@@ -116,7 +116,9 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
         assert rights.split("may run the following commands on")[1].split()[1:] == [
             "(root)", "NOPASSWD:", "/usr/bin/python3", "-u", "-I", AGENT], rights
         # The agent's radios: the node's own configuration, written by the role.
-        assert sorted(json.loads(on_node(ae_prefix, host, "cat /etc/rig/node.json"))["radios"]) == ["lte0", "wlan0", "wlan1"]
+        # (the emulated inventory gives a sender its second modem, lte1, as lte2_if)
+        radios = ["lte0", "lte1", "wlan0", "wlan1"] if host == "s1" else ["lte0", "wlan0", "wlan1"]
+        assert sorted(json.loads(on_node(ae_prefix, host, "cat /etc/rig/node.json"))["radios"]) == radios
     assert not Path(AGENT).exists() and not Path("/etc/rig").exists() and not Path("/opt/rig/bpf").exists()
 
     # The same nodes, still up, through the SSH transport with the role-installed agent (which

@@ -72,7 +72,7 @@ def test_core_routes_carry_every_pairs_paths_in_every_setup(netns):
     unreachable = []
     for setup in SETUPS:
         pair = topology(setup, 1).pairs[0]
-        for src, dst in ((pair.sender_wifi, pair.receiver_a), (pair.sender_lte, pair.receiver_b)):
+        for src, dst in ((pair.radio("wifi"), pair.receiver_a), (pair.radio("lte"), pair.receiver_b)):
             if src.attachment == dst.attachment:
                 continue  # the cell to itself (Setup I): the EPC's UPF, not the core
             for a, b in ((src.attachment, dst.attachment), (dst.attachment, src.attachment)):
