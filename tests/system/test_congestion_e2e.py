@@ -36,7 +36,9 @@ SHARED_RATE = "50mbit"
 SHARED_LOSS_PPM = 1000
 PATH_RATES = ("20mbit", "10mbit")
 SECONDS = 20
-FAIRNESS_RUNS = 3  # a coupled CC's share: the median of this many runs
+# a CC's share is the median of this many runs: uncoupled reno's single runs scatter wider
+# (1.36-2.49 over 12 runs; docs/congestion-control.md, "Shared bottleneck")
+FAIRNESS_RUNS = {"lia": 3, "olia": 3, "balia": 3, "reno": 5}
 OMIT = 5  # slow start is not what the fairness goal is about
 DRAINING = ("state", "established", "state", "fin-wait-1", "state", "closing", "state", "last-ack", "state", "close-wait")
 
@@ -173,11 +175,10 @@ def test_shared_bottleneck_fairness(registered, netns, cc):
     """RFC 6356 goal 2: a coupled MPTCP connection takes about one TCP share of a shared bottleneck.
 
     The goal is about the long-run share; one 20 s run scatters around it (lia 0.91-1.10, olia
-    0.81-1.33, balia 0.94-1.13 over 5-10 runs), so a coupled CC is judged by the median of
-    FAIRNESS_RUNS runs, each on a fresh topology. Uncoupled reno (about 2) is far enough from the
-    bound for one run."""
+    0.81-1.33, balia 0.94-1.13 over 5-10 runs; uncoupled reno, about 2, 1.36-2.49 over 12), so a
+    CC is judged by the median of FAIRNESS_RUNS[cc] runs, each on a fresh topology."""
     ratios = []
-    for i in range(1 if cc == "reno" else FAIRNESS_RUNS):
+    for i in range(FAIRNESS_RUNS[cc]):
         for attempt in (1, 2):  # a run that measured nothing is made once more, in a fresh topology
             try:
                 with topology(netns) as ns, dmesg_watch():
@@ -197,7 +198,7 @@ def test_shared_bottleneck_fairness(registered, netns, cc):
     print("runaway windows put back so far (kernel 6.18 problem):", congestion.repairs())
     ratio = statistics.median(ratios)
     if cc == "reno":
-        assert ratio > 1.5, f"uncoupled reno should take about twice the TCP share, got {ratio:.2f}"
+        assert ratio > 1.5, f"uncoupled reno should take about twice the TCP share, got median {ratio:.2f} (runs: {ratios})"
     else:
         assert 0.7 <= ratio <= 1.4, f"{cc}: median MPTCP/TCP ratio {ratio:.2f} outside [0.7, 1.4] (runs: {ratios})"
 
