@@ -44,6 +44,8 @@ DESCRIPTIONS = {
     "cwnd": "congestion window, segments",
     "rtt_ms": "smoothed RTT, ms",
     "initial": "whether the subflow is its connection's first (the others are joins)",
+    "ready_s": "a join's: when its path manager could first open it (the connection fully established, or its "
+               "remote address announced), seconds after its connection's first SYN",
     "established_s": "when the subflow was established (the path manager's event), seconds after its connection's first SYN",
     "first_data_s": "when a sample first showed the subflow sending data, seconds after its connection's first SYN "
                     "(to the transfer's sample period)",

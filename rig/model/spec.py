@@ -101,9 +101,9 @@ class Limits(StrictModel):
     # A subflow cwnd above this is a corrupted window, not a measurement (docs/congestion-control.md)
     max_cwnd_packets: int = Field(default=100_000, gt=0)
     # Every connection has a subflow established on each path of its homing within
-    # max(join_min_s, join_rtts x its RTT) of its establishment (plus the timeouts of retransmitted
-    # SYNs), or the run is invalid, however short the transfer (rig.run.joins): a real client
-    # opens its paths within a few round trips.
+    # max(join_min_s, join_rtts x its RTT) of when its path manager could open it (plus the
+    # timeouts of retransmitted SYNs), or the run is invalid, however short the transfer
+    # (rig.run.joins): a real client opens its paths within a few round trips.
     join_min_s: float = Field(default=0.5, gt=0)
     join_rtts: float = Field(default=3.0, gt=0)
     # With a share > 0, a dual-homed run where a path carried less than that share of the bytes is

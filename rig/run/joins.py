@@ -7,13 +7,17 @@ sub_closed with its error; rig_node.pm_events) and its subflow samples (every 1/
 From them, one row per subflow: when it was established and closed (to the event, ~0.1 ms) and
 when it first carried data (to the sample period), relative to its connection's first SYN.
 
-A real client opens its other paths within a few round trips of its connection's
-establishment, so a connection whose path was not established within max(join_min_s, join_rtts
-x RTT) of it is invalid whatever its length (RTT: the largest smoothed RTT its subflows showed
-until then, queues included), plus TCP's SYN timeouts (1 s, doubling) for each SYN its sender
-retransmitted in the run (a join SYN lost on a busy medium is the network's). A path never
-established is invalid however long the connection lived. A joined subflow the scheduler left
-idle is a result: it has no first data.
+A real client's path manager opens a path within a few round trips of the moment it can: the
+connection fully established (its first data acknowledged: the `established` event) for a path
+to the connection's first remote address, and the arrival of the receiver's ADD_ADDR (the
+`announced` event) for a path to an announced one. A connection whose path was not established
+within max(join_min_s, join_rtts x RTT) of that moment is invalid whatever its length (RTT: the
+largest smoothed RTT its subflows showed until then, queues included), plus TCP's SYN timeouts
+(1 s, doubling) for each SYN its sender retransmitted in the run (a join SYN lost on a busy
+medium is the network's). The time to that moment is the network's: a first window queued on a
+busy medium delays full establishment, an ADD_ADDR lost there waits for its retransmission; the
+subflow rows record it (`ready_s`). A path never established is invalid however long the
+connection lived. A joined subflow the scheduler left idle is a result: it has no first data.
 """
 
 from __future__ import annotations
@@ -26,7 +30,8 @@ from rig.model.topology import Pair, Subflow
 # time: the connection's first SYN (unix s), which the other times count from
 SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("pair", pa.int32()), ("connection", pa.int32()),
                     ("local", pa.string()), ("remote", pa.string()), ("path", pa.string()), ("initial", pa.bool_()),
-                    ("established_s", pa.float64()), ("first_data_s", pa.float64()), ("closed_s", pa.float64()),
+                    ("ready_s", pa.float64()), ("established_s", pa.float64()), ("first_data_s", pa.float64()),
+                    ("closed_s", pa.float64()),
                     ("error", pa.int32()), ("bytes_acked", pa.int64()), ("min_rtt_ms", pa.float64())])
 
 
@@ -45,11 +50,12 @@ def connection_subflows(conn: dict, paths: dict[tuple[str, str], str]) -> list[d
     def row(local: str, remote: str) -> dict:
         name = paths.get((_addr(local), _addr(remote))) or paths.get((_addr(local), ""), "other")
         return rows.setdefault(local, {"local": local, "remote": remote, "path": name,
-                                       "initial": False,
+                                       "initial": False, "ready_s": None,
                                        "established_s": None, "first_data_s": None, "closed_s": None,
                                        "error": None, "bytes_acked": None, "min_rtt_ms": None})
 
-    for e in conn.get("events") or []:
+    events = conn.get("events") or []
+    for e in events:
         if "local" not in e:
             continue
         r = row(e["local"], e.get("remote", ""))
@@ -65,8 +71,31 @@ def connection_subflows(conn: dict, paths: dict[tuple[str, str], str]) -> list[d
         r["bytes_acked"] = acked
         if rtt_ms and (r["min_rtt_ms"] is None or rtt_ms < r["min_rtt_ms"]):
             r["min_rtt_ms"] = rtt_ms
+    _ready(rows.values(), events, start)
     never = float("inf")
     return sorted(rows.values(), key=lambda r: (never if r["established_s"] is None else r["established_s"], r["local"]))
+
+
+def _ready(rows, events: list[dict], start: float) -> None:
+    """Each joined subflow's `ready_s`: when its connection's path manager could first open it
+    (see the module's text), after the connection's first SYN; the connection's creation when the
+    sender saw no `established` event."""
+    initial = next((r for r in rows if r["initial"]), None)
+    if initial is None:
+        return
+    established = next((e["t"] - start for e in events if e["event"] == "established"), initial["established_s"])
+    announced: dict[str, float] = {}
+    for e in events:
+        if e["event"] == "announced" and "remote" in e:
+            announced.setdefault(_addr(e["remote"]), e["t"] - start)
+    for r in rows:
+        if r["initial"] or r["established_s"] is None:
+            continue
+        remote = _addr(r["remote"])
+        ready = established
+        if remote != _addr(initial["remote"]) and remote in announced:
+            ready = max(ready, announced[remote])
+        r["ready_s"] = round(ready, 6)
 
 
 SYN_TIMEOUT_S = 1.0  # TCP's initial retransmission timeout (RFC 6298), doubling with each try
@@ -135,13 +164,16 @@ class PairSubflows:
             if conn.get("started_at") is None or created is None:
                 continue  # it never connected, or not as MPTCP: the transfer's error or the fallback checks say so
             for path in (s.name for s in self.needed):
-                after = path_join_s(subflows, path)
-                if after is None:
+                first = next((r for r in subflows if r["path"] == path and r["established_s"] is not None), None)
+                if first is None:
                     return f"connection {n}: its {_path_name(path)} subflow was never established"
-                bound = join_bound_s(conn, created + after, limits, syn_retransmits)
+                if first["initial"]:
+                    continue
+                after = first["established_s"] - first["ready_s"]
+                bound = join_bound_s(conn, first["established_s"], limits, syn_retransmits)
                 if after > bound:
-                    return (f"connection {n}: its {_path_name(path)} subflow was established {after:.2f} s after the "
-                            f"connection (bound {bound:.2f} s)")
+                    return (f"connection {n}: its {_path_name(path)} subflow was established {after:.2f} s after its "
+                            f"path manager could open it (bound {bound:.2f} s)")
         return None
 
     def summary(self) -> dict:

@@ -35,7 +35,11 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
     fell_back = [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
     if fell_back:
         return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)})"
-    if delta.get("MPTcpExtMPCapableSYNACKRX", 0) < run.connections:
+    # A connection whose MP_CAPABLE SYNs went unanswered is sent on as plain TCP by the kernel
+    # (net.mptcp.syn_retrans_before_tcp_fallback): SYNs lost on a busy medium, the network's
+    # doing; the run is a result with it counted (runs.parquet's tcp_fallbacks).
+    syn_fallbacks = delta.get("MPTcpExtMPCapableSYNTXDrop", 0)
+    if delta.get("MPTcpExtMPCapableSYNACKRX", 0) + syn_fallbacks < run.connections:
         return "invalid", "connection was not MPTCP (no MP_CAPABLE handshake)"
 
     if join_problem:

@@ -91,6 +91,9 @@ RUNS: tuple[Column, ...] = (
                                                     "(MPTcpExtMPJoinSynAckRx)", mib="MPTcpExtMPJoinSynAckRx"),
     Column("add_addr_rx", pa.int64(), "pair", "ADD_ADDRs the sender received during the run (MPTcpExtAddAddr)",
            mib="MPTcpExtAddAddr"),
+    Column("tcp_fallbacks", pa.int64(), "pair", "connections the sender's kernel sent on as plain TCP after their "
+                                                "MP_CAPABLE SYNs went unanswered (MPTcpExtMPCapableSYNTXDrop): the "
+                                                "network's doing, the run stays a result", mib="MPTcpExtMPCapableSYNTXDrop"),
 )
 
 RUNS_SCHEMA = pa.schema([pa.field(c.name, c.type) for c in RUNS], metadata={formats.KEY: formats.RUNS})

@@ -81,6 +81,9 @@ def test_a_short_dual_transfer_has_both_paths_and_their_join_times(one_pair_rig)
     assert set(established) == {"wifi", "lte"}, life
     assert established["wifi"]["initial"] and not established["lte"]["initial"]
     assert established["wifi"]["established_s"] < established["lte"]["established_s"] < 0.5
+    # the kernel's path manager opened the LTE subflow once it could: after the connection was fully
+    # established (its first data acknowledged) and the receiver's B address had arrived
+    assert established["wifi"]["established_s"] < established["lte"]["ready_s"] < established["lte"]["established_s"]
     assert established["wifi"]["first_data_s"] is not None
     pair = rec.pairs[0]
     assert pair["subflows"] == 2
@@ -219,6 +222,28 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     assert verdict(complete, {"ap3": lags["cell"]}).lagged
 
 
+def test_a_kernel_fallback_after_lost_syns_is_a_result_and_a_missing_handshake_is_not():
+    from rig.model.campaign import Limits
+    from rig.model.topology import topology
+    from rig.campaign.plan import Run
+    from rig.run.judge import judge_run
+    from rig.run.transfers import PairTransfer
+
+    run = Run("r", 0, "b", "I", "wifi", "olia", 10, 10**6, 10**6, "g", 1, 1)
+    pair = {"pair": 1, "sender": "s1", "receiver": "r1", "goodput_bps": 5e6, "bytes_lte": 0, "bytes_wifi": 10**7}
+    complete = PairTransfer(started_at=1.0, first_byte_at=1.1, last_byte_at=2.6, bytes_sent=10**7, bytes_delivered=10**7)
+
+    def verdict(after: dict):
+        return judge_run(run, [pair], {"s1": complete}, {"s1": {}}, {"s1": after}, {}, {}, Limits(),
+                         crossed=topology("I", 1).networks_crossed("wifi"), path_bytes={"s1": {"wifi": 10**7}})
+
+    # seen on 802.11g with 50 connections: 4 of a sender's 10 MP_CAPABLE SYNs lost twice, the
+    # kernel sent the third as plain TCP (MPCapableSYNTXDrop): the network's doing
+    assert verdict({"MPTcpExtMPCapableSYNACKRX": 6, "MPTcpExtMPCapableSYNTXDrop": 4}).status == "ok"
+    # no such evidence: MPTCP was not in use as configured
+    assert verdict({"MPTcpExtMPCapableSYNACKRX": 6}).reason == "s1: connection was not MPTCP (no MP_CAPABLE handshake)"
+
+
 def test_the_networks_a_run_crosses():
     from rig.model.topology import topology
 
@@ -261,7 +286,7 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     assert problem([wifi, failed]) == "connection 0: its LTE subflow was never established"
     # too late: 0.5 s at least, 3 RTTs when that is more
     assert problem([wifi, _established(100.71, f"{l}:40001", b)]) == \
-        "connection 0: its LTE subflow was established 0.70 s after the connection (bound 0.50 s)"
+        "connection 0: its LTE subflow was established 0.70 s after its path manager could open it (bound 0.50 s)"
     # a queue on the WiFi path (300 ms smoothed RTT before the join) delays the announcement
     queued = [100.5, f"{w}:40000", a, 90000, 90000, 0, 300.0, 10, 2147483647]
     assert problem([wifi, _established(100.71, f"{l}:40001", b)], [sample, queued]) is None
@@ -273,6 +298,21 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     # the first subflow's own handshake (a SYN lost on a busy medium) is no join: counted from the connection
     late_start = _established(101.2, f"{w}:40000", a, first=True)
     assert problem([late_start, _established(101.4, f"{l}:40001", b)]) is None
+    # The path manager acts once the connection is fully established (its first data acknowledged)
+    # and, for an announced address, once the ADD_ADDR arrived: the time until then is the network's.
+    full = {"t": 100.61, "event": "established", "local": f"{w}:40000", "remote": a}  # a first window queued 0.6 s
+    announced = {"t": 100.61, "event": "announced", "remote": b}
+    assert problem([wifi, full, announced, _established(100.66, f"{l}:40001", b)]) is None
+    resent = {"t": 105.0, "event": "announced", "remote": b}  # the first ADD_ADDR lost, sent again
+    assert problem([wifi, full, resent, _established(105.05, f"{l}:40001", b)]) is None
+    rows = PairSubflows(_report([wifi, full, resent, _established(105.05, f"{l}:40001", b)], [sample]), pair,
+                        pair.subflows("dual", "paired")).rows()
+    assert [(r["path"], r["ready_s"]) for r in rows] == [("wifi", None), ("lte", 5.0)]
+    # ... and from there the same bound: announced, but joined 0.79 s later, is the rig's
+    assert problem([wifi, full, announced, _established(101.4, f"{l}:40001", b)]) == \
+        "connection 0: its LTE subflow was established 0.79 s after its path manager could open it (bound 0.50 s)"
+    # announced and echoed, never joined (what a homing switch once left behind): invalid
+    assert problem([wifi, full, announced]) == "connection 0: its LTE subflow was never established"
     # without events the paths cannot be checked: not a valid run either
     assert "cannot be checked" in PairSubflows({"events_error": "MPTCP events: [Errno 1] not permitted",
                                                 "connections": []}, pair, pair.subflows("dual", "paired")).problem(limits)
