@@ -27,6 +27,7 @@ from rig.run.execute import RunContext, RunSettings
 from rig.run.radios import NoRadios, Radios
 from rig.run.timeline import check_for_lab
 from rig.agents.netns import NetnsTransport
+from rig.rigs import mptcpd
 from rig.rigs.emulated.path_managers import PathManagers
 
 RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
@@ -101,6 +102,9 @@ class EmulatedBackend:
         if self.use_running:
             require_running(self.rig, self.transport == "ssh", campaign.pairs)
         check_host_ccs(campaign, source)
+        if campaign.paths.manager == "userspace":
+            mptcpd.plugin_built()  # before anything is written
+
 
     def block(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         if self.agents is None and self.transport == "ssh":
