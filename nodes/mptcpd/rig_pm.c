@@ -313,6 +313,10 @@ static void on_endpoint(struct mptcpd_addr_info const *info, void *data)
                 create(c, id, local, t->remote_id, SA(&t->remote), backup, 0);
                 return;
         }
+        if (backup && sa_same_host(local, SA(&c->local))) { // as the kernel's would: the initial subflow too
+                int err = mptcpd_pm_set_backup(the_pm, c->token, SA(&c->local), SA(&c->remote), true);
+                l_info("rig_pm: token 0x%08x: the initial subflow %s backup", c->token, err ? "not set" : "set");
+        }
         for (struct l_queue_entry const *e = l_queue_get_entries(c->remotes); e; e = e->next) {
                 struct path const *r = e->data;
                 if (sa_same_host(local, SA(&c->local)) && sa_same_host(SA(&r->remote), SA(&c->remote)))

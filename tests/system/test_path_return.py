@@ -153,3 +153,20 @@ def test_the_rigs_plugin_re_creates_a_returning_paths_subflow(netns, two_paths, 
     assert [e for e in events if e["event"] == "sub_established" and e["t"] > up and e["local"] in after], events
     assert endpoints(ns["s"]) == server_endpoints
     assert daemon.poll() is None, log
+
+
+def test_the_rigs_plugin_makes_a_backup_endpoints_initial_subflow_backup(netns, two_paths, tmp_path):
+    """A backup endpoint (factors.backup) under the plugin as under the kernel's path manager:
+    path 1 carries the initial subflow and is backup, so once path 2 joined the data goes there."""
+    rig_mptcpd.plugin_built()
+    ns = two_paths
+    sh("ip", "-n", ns["c"], "mptcp", "endpoint", "change", C1, "backup")
+    start_rig_pm(netns, ns["c"], tmp_path / "mptcpd.log")
+    _, source = sink_and_source(netns, ns, 5413, [], ["--seconds", "4", "--sample-ms", "100"])
+    conn = finish(source)["connections"][0]
+    log = (tmp_path / "mptcpd.log").read_text()
+    assert "the initial subflow set backup" in log, log
+    last = {}
+    for row in conn["subflows"]:
+        last[row[1].rsplit(":", 1)[0]] = max(last.get(row[1].rsplit(":", 1)[0], 0), row[3])
+    assert last.get(C2, 0) > 10 * last.get(C1, 0), (last, log)  # path 1 only until path 2 joined
