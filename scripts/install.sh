@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs everything the rig needs on Debian 12 / Ubuntu, as root, from the distribution's
-# packages and PyPI only; builds the ns-3 emulator and the BPF congestion controls.
+# packages and PyPI only; builds the ns-3 emulator, the BPF congestion controls and the mptcpd plugin.
 # Idempotent: a second run only checks.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -14,6 +14,7 @@ APT_PACKAGES=(
   chrony                             # chronyc: a lab node's clock offset per run (the node agent)
   hostapd iw                         # the real hostapd parses the rendered AP configs
   mptcpd mptcpd-plugins              # the path-return test: mptcpd's path managers beside the kernel's
+  gcc libmptcpd3-dev libell-dev      # the rig's mptcpd plugin (nodes/mptcpd): paths.manager userspace
   wpasupplicant libconfig9 nftables  # ... wpa_supplicant, libconfig (srsRAN's parser) and nft the nodes', eNodeB's and APs' ones
   influxdb                           # the embedded time-series sink of the demo and the tests
   ansible ansible-core openssh-server openssh-client  # Debian's 2.14: the playbooks refuse it; .venv has the pinned one
@@ -52,6 +53,8 @@ echo "==> building the ns-3 emulator"
 .venv/bin/python -m rig.rigs.emulated.build
 echo "==> building the BPF congestion controls"
 make -s -C nodes/bpf  # into nodes/bpf/build (rig.congestion.BUILD_DIR)
+echo "==> building the rig's mptcpd plugin"
+make -s -C nodes/mptcpd  # into nodes/mptcpd/build (rig.rigs.mptcpd.PLUGIN_BUILD)
 ln -sf "$PWD/.venv/bin/rig" /usr/local/bin/rig
 echo "==> rig doctor"
 if ! .venv/bin/rig doctor; then

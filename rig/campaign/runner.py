@@ -170,7 +170,8 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
         recorder = _Recorder(store, _sink())
         if finished:  # a campaign killed before its table caught up: runs/ has every recorded run
             store.write_runs_table()
-        run_settings = RunSettings(campaign.limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp)
+        run_settings = RunSettings(campaign.limits, tuple(campaign.events), campaign.loss_aware, campaign.tcp,
+                                   campaign.paths.manager)
         try:
             with _SignalGuard():
                 ctx: RunContext | None = None

@@ -10,6 +10,7 @@ REPO = Path(__file__).resolve().parents[2]
 RADIO_CONFIGS = REPO / "radio-configs"
 NODE_AGENT_DIR = REPO / "nodes" / "agent"
 BPF_DIR = REPO / "nodes" / "bpf"
+MPTCPD_PLUGIN_DIR = REPO / "nodes" / "mptcpd"  # the rig's mptcpd plugin; built into its build/
 
 
 def node_package() -> None:

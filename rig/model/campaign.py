@@ -145,21 +145,14 @@ class Paths(StrictModel):
     radios: list[str] = Field(default=list(DEFAULT_RADIOS))
     mode: Literal["paired", "fullmesh"] = "paired"
     # What opens a connection's subflows and reopens a path that comes back (docs/campaigns.md,
-    # "Path managers"): upstream's in-kernel path manager. The rig never announces or renews.
+    # "Path managers"): upstream's in-kernel path manager, or mptcpd with the rig's plugin on the
+    # senders (nodes/mptcpd). The rig itself never announces or renews.
     manager: Literal["kernel", "userspace"] = "kernel"
 
     @field_validator("radios")
     @classmethod
     def _radios(cls, v: list[str]) -> list[str]:
         check_paths(tuple(v))  # with the mode: check_radios
-        return v
-    @field_validator("manager")
-    @classmethod
-    def _manager(cls, v: str) -> str:
-        if v == "userspace":
-            raise ValueError("mptcpd 0.12 (Debian's userspace path manager) reopens no path that comes back on "
-                             "this kernel, and with its sspi plugin the senders join no second path "
-                             "(docs/measurements/2026-11-27-path-managers-after-a-restore.md): use kernel")
         return v
 
 
@@ -241,6 +234,11 @@ def check_radios(campaign: Campaign, source: str) -> None:
         if backup != "none" and backup not in radios:
             raise InputError(source, f"factors.backup[{i}]", f"{backup}: not one of the senders' radios "
                              f"(paths.radios: {', '.join(radios)})")
+    for i, policy in enumerate(campaign.factors.policy):
+        if policy == "loss-aware" and campaign.paths.manager == "userspace":
+            # its switches change the endpoints' backup flag, which only the kernel's path manager applies
+            raise InputError(source, f"factors.policy[{i}]", "loss-aware switches paths through the in-kernel "
+                             "path manager's endpoints: with paths.manager userspace use policy none")
     for i, event in enumerate(campaign.events):
         if event.path not in radios:
             raise InputError(source, f"events[{i}].path", f"{event.path}: not one of the senders' radios "

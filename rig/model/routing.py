@@ -40,8 +40,8 @@ NODE_SYSCTLS = {
     "net.mptcp.enabled": "1",
     "net.mptcp.allow_join_initial_addr_port": "1",
     "net.mptcp.blackhole_timeout": "0",  # skipped on kernels older than it
-    # upstream's in-kernel path manager, the campaign's paths.manager (rig.model.campaign refuses
-    # userspace: mptcpd 0.12 reopens no path here); skipped on kernels older than the sysctl
+    # upstream's in-kernel path manager; a sender's is the campaign's paths.manager (userspace:
+    # mptcpd with the rig's plugin makes its subflows); skipped on kernels older than the sysctl
     "net.mptcp.path_manager": "kernel",
     "net.ipv4.tcp_no_metrics_save": "1",
     # iperf3 -n ends the test once the sender has *written* the volume; a small unsent queue
@@ -60,8 +60,10 @@ def _up(i: RadioInterface, routes: list[str], main_routes: list[str], endpoint: 
                      tuple(routes), unreachable, tuple(main_routes), endpoint, backup, fullmesh)
 
 
-def sender_plan(pair: Pair, homing: str, backup: str = "none", mode: str = "paired") -> Plan:
-    """backup: the radio (wifi, lte, lte2) whose subflows are MPTCP backup subflows (multi-homed only)."""
+def sender_plan(pair: Pair, homing: str, backup: str = "none", mode: str = "paired", manager: str = "kernel") -> Plan:
+    """backup: the radio (wifi, lte, lte2) whose subflows are MPTCP backup subflows (multi-homed only).
+    manager userspace: the kernel leaves the subflows to mptcpd's rig_pm plugin (nodes/mptcpd),
+    which opens them from the same endpoints, each radio's table letting only its own leave."""
     subflows = pair.subflows(homing, mode)
     used = pair.used(homing)
     ifaces = []
@@ -78,25 +80,34 @@ def sender_plan(pair: Pair, homing: str, backup: str = "none", mode: str = "pair
     # does not reach (whether the kernel counts that try against the limit was not measured).
     multi = len(subflows) > 1
     return Plan(tuple(ifaces), subflows=len(subflows) if multi else 0,
-                add_addr_accepted=len(pair.sides) - 1 if multi else 0, sysctls=NODE_SYSCTLS)
+                add_addr_accepted=len(pair.sides) - 1 if multi else 0,
+                sysctls={**NODE_SYSCTLS, "net.mptcp.path_manager": manager})
 
 
-def receiver_plan(pair: Pair, mode: str = "paired") -> Plan:
+def receiver_plan(pair: Pair, mode: str = "paired", manager: str = "kernel") -> Plan:
     """The receiver accepts as many joins as its sender's connections make at most (measured: a
-    limit of 2 had a full mesh's fourth subflow closed by the receiver 30 ms after its join)."""
+    limit of 2 had a full mesh's fourth subflow closed by the receiver 30 ms after its join).
+    Under a userspace sender that is twice as many: the plugin replaces a returning radio's
+    stalled subflows, and the receiver counts a replaced one for up to seconds after the sender
+    reset it (measured: with the plain limit each new join was closed 60 ms after it joined, 2-4
+    s in a row; docs/measurements/2026-11-27-userspace-path-manager.md)."""
     a, b = pair.receiver_a, pair.receiver_b
+    joins = max(2, len(pair.subflows("dual", mode)))
     return Plan((_up(a, ["default"], ["default"], "none", False), _up(b, ["default"], [], "signal", False)),
-                subflows=max(2, len(pair.subflows("dual", mode))), add_addr_accepted=0, sysctls=NODE_SYSCTLS)
+                subflows=min(8, 2 * joins) if manager == "userspace" else joins, add_addr_accepted=0,
+                sysctls=NODE_SYSCTLS)
 
 
 def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "none",
-              no_metrics_save: bool = True) -> dict:
+              no_metrics_save: bool = True, manager: str = "kernel") -> dict:
     """`host`'s plan in `topo`, in the JSON form the agent's `paths` request and the node role's
     stored file take; senders dual-homed unless told otherwise (a setup's resting state).
-    no_metrics_save False lets connections start from the kernel's cached metrics of earlier ones."""
+    no_metrics_save False lets connections start from the kernel's cached metrics of earlier ones.
+    manager: the senders' path manager (campaign paths.manager); receivers always the kernel's."""
     for p in topo.pairs:
         if host in (p.sender, p.receiver):
-            plan = sender_plan(p, homing, backup, topo.mode) if host == p.sender else receiver_plan(p, topo.mode)
+            plan = (sender_plan(p, homing, backup, topo.mode, manager) if host == p.sender
+                    else receiver_plan(p, topo.mode, manager))
             if not no_metrics_save:
                 plan = replace(plan, sysctls={**plan.sysctls, "net.ipv4.tcp_no_metrics_save": "0"})
             return plan.to_json()

@@ -86,6 +86,16 @@ def check_emulator() -> Check:
                  "python -m rig.rigs.emulated.build (scripts/install.sh does it)")
 
 
+def check_path_manager() -> Check:
+    """The rig's mptcpd plugin, which campaigns with paths.manager userspace run (optional)."""
+    from rig.rigs import mptcpd
+
+    path = mptcpd.PLUGIN_BUILD / f"{mptcpd.PLUGIN}.so"
+    return Check("mptcpd plugin", path.is_file(), f"built: {path}" if path.is_file() else
+                 "not built: campaigns with paths.manager userspace cannot run",
+                 f"make -C {mptcpd.PLUGIN_BUILD.parent} (scripts/install.sh does it)", required=False)
+
+
 def check_namespaces() -> Check:
     name = f"rigdoctor-{uuid.uuid4().hex[:6]}"
     p = _run(["ip", "netns", "add", name])
@@ -122,7 +132,7 @@ def check_programs() -> list[Check]:
 
 def run_checks() -> list[Check]:
     return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(),
-            *check_programs(), *check_optional()]
+            *check_programs(), check_path_manager(), *check_optional()]
 
 
 # The CCs campaigns use; a node's report lists these, and whatever else its kernel has.

@@ -60,7 +60,9 @@ PROGRAMS: tuple[Program, ...] = (
     Program("ping", "iputils-ping", "reachability by hand (rig emu up prints it)", "lab"),
     Program("hostapd", "hostapd", "parses the rendered AP configs", "tests"),
     # outside PATH (Debian's systemd unit starts it): named by its path
-    Program("/usr/libexec/mptcpd", "mptcpd", "mptcpd's path managers after a path returns (test_path_return)", "tests"),
+    Program("/usr/libexec/mptcpd", "mptcpd", "a sender's path manager with the rig's plugin (paths.manager "
+            "userspace), and Debian's plugins in test_path_return", "lab"),
+    Program("gcc", "gcc", "compiles the rig's mptcpd plugin (nodes/mptcpd)", "lab"),
     Program("wpa_supplicant", "wpasupplicant", "parses the rendered WiFi client configs", "tests"),
     Program("chronyd", "chrony", "parses the rendered chrony.conf (chronyd -p)", "tests"),
     Program("nft", "nftables", "checks the APs' rendered upstream NAT (nft -c)", "tests"),

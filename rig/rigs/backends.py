@@ -27,6 +27,8 @@ from rig.run.execute import RunContext, RunSettings
 from rig.run.radios import NoRadios, Radios
 from rig.run.timeline import check_for_lab
 from rig.agents.netns import NetnsTransport
+from rig.rigs import mptcpd
+from rig.rigs.emulated.path_managers import PathManagers
 
 RECONFIGURE_ENV = "RIG_RECONFIGURE"  # the lab's command to re-wire receivers / re-profile APs
 
@@ -44,7 +46,7 @@ def configure_nodes(topo: Topology, agents: AgentPool, run_settings: RunSettings
         # What a killed campaign or agent left running (a sink holding its port): stopped first.
         a.request("stop_strays")
         if a.host in hosts:
-            ctx.apply(a, "paths", plan=node_plan(topo, a.host))
+            ctx.apply(a, "paths", plan=node_plan(topo, a.host, manager=run_settings.manager))
     agents.each(topo.nodes, node)
     return ctx
 
@@ -92,6 +94,7 @@ class EmulatedBackend:
         self.transport, self.agent_path = transport, agent_path
         self.use_running, self.keep_up = use_running, keep_up
         self.agents: AgentPool | None = None
+        self.path_managers = PathManagers(self.rig.state_dir / "mptcpd")
         self.name = "emulated"
 
     def check(self, campaign: Campaign, source: str) -> None:
@@ -99,6 +102,9 @@ class EmulatedBackend:
         if self.use_running:
             require_running(self.rig, self.transport == "ssh", campaign.pairs)
         check_host_ccs(campaign, source)
+        if campaign.paths.manager == "userspace":
+            mptcpd.plugin_built()  # before anything is written
+
 
     def block(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         if self.agents is None and self.transport == "ssh":
@@ -116,14 +122,19 @@ class EmulatedBackend:
                     raise
                 self.agents = starting[0].result()
         # The campaign's runs route the senders themselves (each run's homing).
-        return configure_setup(self.rig, self.agents, settings, run_settings, senders=False)
+        ctx = configure_setup(self.rig, self.agents, settings, run_settings, senders=False)
+        # userspace: mptcpd with the rig's plugin in each sender's namespace (rig.rigs.mptcpd)
+        self.path_managers.ensure([self.rig.ns(p.sender) for p in ctx.topo.pairs]
+                                  if run_settings.manager == "userspace" else [])
+        return ctx
 
     # After a lost component: what died (cheap, checked before every run), and the block rebuilt.
     restore_delays_s = (0.5, 1.0, 2.0)  # waits before the tries (a namespace is there or not)
 
     def lost(self) -> list[str]:
         agents = self.agents.lost() if self.agents is not None else []
-        return [f"node agent on {h}" for h in agents] + [f"radio emulator {n}" for n in self.rig.dead_radios()]
+        return ([f"node agent on {h}" for h in agents] + [f"radio emulator {n}" for n in self.rig.dead_radios()]
+                + [f"mptcpd in {ns}" for ns in self.path_managers.dead()])
 
     def restore(self, settings: BlockSettings, run_settings: RunSettings) -> RunContext:
         """Restart lost agents, then the block afresh: radios (new TAPs; after a lost node every
@@ -135,6 +146,7 @@ class EmulatedBackend:
     def close(self) -> None:
         if self.agents is not None:
             self.agents.close()
+        self.path_managers.stop()
         if not (self.keep_up or self.use_running):
             self.rig.down()
 

@@ -51,6 +51,7 @@ class RunSettings:
     events: tuple[Event, ...] = ()
     loss_aware: LossAware = field(default_factory=LossAware)
     tcp: Tcp = field(default_factory=Tcp)
+    manager: str = "kernel"  # the senders' path manager (campaign paths.manager)
 
 
 @dataclass
@@ -165,7 +166,8 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
                 wait_listening(a, ctx.port)
             a.batch(sampling(ctx, a.host))
             return
-        ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.settings.tcp.no_metrics_save))
+        ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.settings.tcp.no_metrics_save,
+                                              ctx.settings.manager))
         if cc_params:
             ctx.apply(a, "cc_params", initial_ssthresh=ssthresh)
         # After its routing: a loss-aware source reads the endpoints' flags as it starts.

@@ -13,8 +13,10 @@ node agent's `link_up` brings it. Then:
   subflow resumes, as without it;
 - mptcpd 0.12 with its sspi plugin (net.mptcp.path_manager=userspace) opens no subflow on path 2
   at all: sspi only announces the client's other addresses to the server, whose in-kernel path
-  manager opens no subflow towards a client.
-Which is why a campaign's `paths.manager: userspace` is refused here (rig.model.campaign).
+  manager opens no subflow towards a client;
+- mptcpd with the rig's own plugin (nodes/mptcpd/rig_pm.c), what a campaign's `paths.manager:
+  userspace` runs on the senders, opens path 2's subflow and, when the link comes back, replaces
+  the stalled subflow by a new one, which carries data.
 """
 
 from __future__ import annotations
@@ -25,6 +27,7 @@ import time
 import pytest
 
 from fixtures.namespaces import Namespaces
+from rig.rigs import mptcpd as rig_mptcpd
 from fixtures.two_paths import C1, C2, S2, finish, sh, sink_and_source
 
 MPTCPD = "/usr/libexec/mptcpd"  # Debian's mptcpd package (outside PATH: a systemd unit starts it)
@@ -117,3 +120,53 @@ def test_mptcpds_userspace_sspi_plugin_opens_no_subflow_on_the_second_path(netns
     assert locals_ == {C1}, conn["subflows"][-3:]  # the initial subflow alone carried the data
     assert not [e for e in conn["events"] if e["event"] == "sub_established"], conn["events"]
     assert daemon.poll() is None
+
+
+def start_rig_pm(netns: Namespaces, ns: str, log) -> subprocess.Popen:
+    """mptcpd with the rig's plugin in the client's namespace, as the emulated rig starts it."""
+    sh("ip", "netns", "exec", ns, "sysctl", "-qw", "net.mptcp.path_manager=userspace")
+    with open(log, "w") as f:
+        daemon = netns.start(rig_mptcpd.argv(), ns, stdout=f, stderr=subprocess.STDOUT)
+    rig_mptcpd.wait_ready(daemon, log, ns)
+    return daemon
+
+
+def test_the_rigs_plugin_re_creates_a_returning_paths_subflow(netns, two_paths, tmp_path):
+    """net.mptcp.path_manager=userspace and mptcpd with the rig's plugin (rig_pm) in the client,
+    its endpoints and tables as the rig's paired plan: the plugin opens path 2's subflow to the
+    announced address, and when path 2's link comes back it replaces the stalled subflow by a
+    new one, which carries data. The server's endpoints are untouched: nothing is re-announced."""
+    rig_mptcpd.plugin_built()
+    ns = two_paths
+    daemon = start_rig_pm(netns, ns["c"], tmp_path / "mptcpd.log")
+    server_endpoints = endpoints(ns["s"])
+    conn, down, up = transfer_with_a_cut(netns, ns, 5412)
+    log = (tmp_path / "mptcpd.log").read_text()
+    subflows = path2_subflows(conn)
+    before = {local for local, rows in subflows.items() if any(r[0] <= down and r[3] > 0 for r in rows)}
+    assert before, (subflows, log)  # the plugin's join on path 2 carried data before the cut
+    after = {local for local, rows in subflows.items() if local not in before and
+             any(r[0] > up and r[3] > 0 for r in rows)}
+    assert len(after) == 1, (subflows, log)  # one new subflow on path 2 (no two joins) carried data after the restore
+    events = conn["events"]
+    assert [e for e in events if e["event"] == "sub_closed" and e["local"] in before], events  # the stalled one went
+    assert [e for e in events if e["event"] == "sub_established" and e["t"] > up and e["local"] in after], events
+    assert endpoints(ns["s"]) == server_endpoints
+    assert daemon.poll() is None, log
+
+
+def test_the_rigs_plugin_makes_a_backup_endpoints_initial_subflow_backup(netns, two_paths, tmp_path):
+    """A backup endpoint (factors.backup) under the plugin as under the kernel's path manager:
+    path 1 carries the initial subflow and is backup, so once path 2 joined the data goes there."""
+    rig_mptcpd.plugin_built()
+    ns = two_paths
+    sh("ip", "-n", ns["c"], "mptcp", "endpoint", "change", C1, "backup")
+    start_rig_pm(netns, ns["c"], tmp_path / "mptcpd.log")
+    _, source = sink_and_source(netns, ns, 5413, [], ["--seconds", "4", "--sample-ms", "100"])
+    conn = finish(source)["connections"][0]
+    log = (tmp_path / "mptcpd.log").read_text()
+    assert "the initial subflow set backup" in log, log
+    last = {}
+    for row in conn["subflows"]:
+        last[row[1].rsplit(":", 1)[0]] = max(last.get(row[1].rsplit(":", 1)[0], 0), row[3])
+    assert last.get(C2, 0) > 10 * last.get(C1, 0), (last, log)  # path 1 only until path 2 joined

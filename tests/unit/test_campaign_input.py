@@ -6,6 +6,8 @@ import pytest
 
 from fixtures.cli import REPO, run_rig
 from rig.model.campaign import parse_campaign
+from rig.model.routing import node_plan
+from rig.model.topology import topology
 from rig.core.errors import InputError
 
 GOOD = (REPO / "campaigns" / "default.yaml").read_text()
@@ -28,7 +30,8 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("name: x\npairs: 1\npairs: 2\n", "pairs", "given twice"),
         ("- just\n- a list\n", "(top level)", "mapping"),
         ("name: x\npaths: {manager: fullmesh}\n", "paths.manager", "'kernel' or 'userspace'"),
-        ("name: x\npaths: {manager: userspace}\n", "paths.manager", "mptcpd 0.12"),
+        ("name: x\npaths: {manager: userspace}\nfactors: {policy: [none, loss-aware]}\n", "factors.policy[1]",
+         "policy none"),
     ],
 )
 def test_bad_field_is_named(text, field, words):
@@ -44,6 +47,23 @@ def test_the_path_manager_is_the_kernels_unless_named():
     for name in ("seed004-cut", "seed004-cut-emulated"):  # the cut studies name it
         text = (REPO / "campaigns" / f"{name}.yaml").read_text()
         assert "manager: kernel" in text and parse_campaign(text, name).paths.manager == "kernel"
+
+
+def test_userspace_names_the_senders_mptcpd_and_each_node_gets_its_path_manager():
+    text = (REPO / "campaigns" / "seed004-cut-userspace-emulated.yaml").read_text()
+    campaign = parse_campaign(text, "seed004-cut-userspace-emulated.yaml")
+    assert campaign.paths.manager == "userspace"
+    topo = topology("II", 1, tuple(campaign.paths.radios), campaign.paths.mode)
+    pair = topo.pairs[0]
+    for manager in ("kernel", "userspace"):
+        sender = node_plan(topo, pair.sender, manager=manager)
+        assert sender["sysctls"]["net.mptcp.path_manager"] == manager
+        # the plugin's subflows come from the same endpoints the kernel's would
+        assert [i["endpoint"] for i in sender["interfaces"]] == ["subflow", "subflow"]
+        receiver = node_plan(topo, pair.receiver, manager=manager)
+        assert receiver["sysctls"]["net.mptcp.path_manager"] == "kernel"
+        # room for the joins that replace a returning radio's subflows while the old ones still count
+        assert receiver["limits"]["subflows"] == {"kernel": 4, "userspace": 8}[manager]
 
 
 def test_good_default_campaign_parses():
