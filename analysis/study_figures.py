@@ -71,7 +71,7 @@ def rtt_figure(rtt_rows: list[dict]) -> Figure:
     "mptcp" is the connection-level RTT (one value per flow: seed 000's Fig. 6 MPTCP)."""
     fig, ax = plt.subplots(figsize=(7, 4))
     rows = sorted(rtt_rows, key=lambda r: (HOMING_ORDER.index(r["homing"]) if r["homing"] in HOMING_ORDER else 9,
-                                           str(r["path"])))
+                                           r["path"] == "mptcp", str(r["path"])))  # the connection's after its paths
     stats = [{"label": f"{r['homing']}\n{r['path']}", "med": r["p50_ms"], "q1": r["p25_ms"], "q3": r["p75_ms"],
               "whislo": r["p10_ms"], "whishi": r["p90_ms"], "mean": r["mean_ms"], "fliers": []} for r in rows]
     boxes = ax.bxp(stats, showmeans=True, patch_artist=True, medianprops={"color": "black"})
