@@ -180,6 +180,10 @@ def rtt_distribution(subflows: list[dict], runs: list[dict], by: tuple[str, ...]
         if run is None or not s.get("rtt_ms") or s["rtt_ms"] <= 0:
             continue
         pooled[tuple(s.get(k, run.get(k)) for k in by)].append(s["rtt_ms"])
+    return _distributions(pooled, by)
+
+
+def _distributions(pooled: dict[tuple, list[float]], by: tuple[str, ...]) -> list[dict]:
     out = []
     for key in sorted(pooled, key=lambda k: tuple(map(str, k))):
         xs = pooled[key]
@@ -187,6 +191,16 @@ def rtt_distribution(subflows: list[dict], runs: list[dict], by: tuple[str, ...]
                     **{f"p{q}_ms": quantile(xs, q / 100) for q in (10, 25, 50, 75, 90)},
                     "max_ms": max(xs)})
     return out
+
+
+def connection_rtt(runs: list[dict]) -> list[dict]:
+    """The connection-level MPTCP RTT (runs.parquet mptcp_rtt_ms, one value per flow) pooled per
+    homing, as rtt_distribution's rows with path "mptcp" (samples: the flows)."""
+    pooled = defaultdict(list)
+    for r in runs:
+        if r.get("mptcp_rtt_ms") is not None:
+            pooled[(r.get("homing"), "mptcp")].append(r["mptcp_rtt_ms"])
+    return _distributions(pooled, ("homing", "path"))
 
 
 FCT_KEYS = ("setup", "cc", "connections", "volume_bytes", "homing")

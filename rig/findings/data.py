@@ -3,8 +3,8 @@
 Several directories of one campaign (sessions of the same file) pool: a run is keyed
 "<directory index>/<run_id>", since every session has the same run ids. A run counts only when
 every row of it in runs.parquet is ok (and its status.json too, where it is read): an invalid
-or failed run is never evidence. The studies' tables and RTTs are computed only when a claim
-asks for them (they read the runs' time series).
+or failed run is never evidence. The studies' tables are computed only when a claim asks for
+them (they read the runs' time series).
 """
 
 from __future__ import annotations
@@ -84,16 +84,3 @@ class CampaignData:
         from analysis.studies import study_tables
 
         return self._keyed([study_tables(d) for d in self.dirs])
-
-    @cached_property
-    def rtt(self) -> dict[str, list[dict]]:
-        """Mean RTT per run and path ("path") and over all its subflows ("all")."""
-        from analysis.metrics import rtt_distribution
-        from analysis.studies import load_study_rows
-
-        tables = []
-        for d in self.dirs:
-            runs, subflows, _ = load_study_rows(d)
-            tables.append({"path": rtt_distribution(subflows, runs, ("run_id", "path")),
-                           "all": rtt_distribution(subflows, runs, ("run_id",))})
-        return self._keyed(tables)

@@ -2,8 +2,9 @@
 
 A claim's evidence is runs (repetitions): each metric gives one value per run - a per-pair
 quantity is the mean over the run's pairs (per sender, as the report's figures show it). The
-runs.parquet columns are read directly; the studies' metrics come from analysis.metrics through
-analysis.studies (docs/studies.md, "Metrics").
+runs.parquet columns are read directly (the RTTs, losses and subflow bytes among them:
+rig.store.path_stats); the studies' metrics come from analysis.metrics through analysis.studies
+(docs/studies.md, "Metrics").
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from rig.findings.data import CampaignData
+from rig.store.path_stats import PATHS
 
 
 @dataclass(frozen=True)
@@ -58,12 +60,6 @@ def _study(table: str, column: str, path: str | None = None) -> Callable[[Campai
                                    if path is None or r.get("path") == path)
 
 
-def _rtt(path: str | None) -> Callable[[CampaignData], dict[str, float]]:
-    if path is None:
-        return lambda d: {r["key"]: r["mean_ms"] for r in d.rtt.get("all", [])}
-    return lambda d: {r["key"]: r["mean_ms"] for r in d.rtt.get("path", []) if r.get("path") == path}
-
-
 def _recovery(d: CampaignData) -> dict[str, float]:
     """A restore the path never recovered from counts as the rest of the run (a lower bound)."""
     return _mean_per_run((r["key"], r["recovery_s"] if r.get("recovery_s") is not None
@@ -72,12 +68,16 @@ def _recovery(d: CampaignData) -> dict[str, float]:
 
 
 def _subflow_sum_ratio(d: CampaignData) -> dict[str, float]:
-    """Per pair: the mean of its subflows' summed throughput (what the sender's subflows had
-    acknowledged, per second) / its goodput (what the receiver read); the mean over the pairs."""
-    goodput = {(r["key"], r["pair"]): r.get("goodput_bps") for r in d.pairs}
-    return _mean_per_run((r["key"], r["mean_bps"] / goodput[(r["key"], r["pair"])])
-                         for r in d.study.get("metric_throughput_cv", [])
-                         if r.get("path") == "total" and goodput.get((r["key"], r["pair"])))
+    """Per pair: what its subflows carried once each (runs.parquet subflow_bytes, the sender's
+    counters) / what its receiver read (bytes_received); the mean over the pairs."""
+    return _mean_per_run((r["key"], r["subflow_bytes"] / r["bytes_received"]) for r in d.pairs
+                         if r.get("subflow_bytes") is not None and r.get("bytes_received"))
+
+
+def _mismatch_share(d: CampaignData) -> dict[str, float]:
+    """The share of the run's pairs whose subflow bytes disagree with what was read (subflow_mismatch)."""
+    return _mean_per_run((r["key"], None if r.get("subflow_mismatch") is None else float(r["subflow_mismatch"]))
+                         for r in d.pairs)
 
 
 def _metrics() -> dict[str, Metric]:
@@ -98,19 +98,25 @@ def _metrics() -> dict[str, Metric]:
                "(metric_traffic_share)", "time", _study("metric_traffic_share", "wifi_more")),
         Metric("recovery_s", "s", 1, "time from a restore until the path is back at 50 % of its pre-cut mean "
                "(metric_recovery; never back: the rest of the run), mean over the run's restores", "time", _recovery),
-        Metric("subflow_sum_ratio", "1", 1, "the sum of the subflows' throughput (sender, bytes acked) / the goodput "
-               "(receiver, bytes read)", "time", _subflow_sum_ratio),
-        Metric("rtt_ms", "ms", 1, "mean smoothed RTT of all the run's subflow samples (metric_rtt per run)", "time",
-               _rtt(None)),
+        Metric("subflow_sum_ratio", "1", 1, "what the subflows carried once each (sender, runs.parquet subflow_bytes) "
+               "/ what the receiver read (bytes_received)", "any", _subflow_sum_ratio),
+        Metric("subflow_mismatch", "1", 1, "share of the run's pairs whose subflow bytes disagree with what the receiver "
+               "read (runs.parquet subflow_mismatch)", "any", _mismatch_share),
+        Metric("mptcp_rtt_ms", "ms", 1, "connection-level MPTCP RTT: every subflow's smoothed RTT weighted by the bytes "
+               "it carried (runs.parquet mptcp_rtt_ms)", "any", _pair_column("mptcp_rtt_ms")),
     ]
     for path in ("lte", "lte2", "wifi", "total"):
         m.append(Metric(f"path_bps_{path}", "Mbit/s", 1e6, f"mean throughput of the {path} path per 1 s interval "
                         "(metric_throughput_cv mean_bps)", "time", _study("metric_throughput_cv", "mean_bps", path)))
         m.append(Metric(f"cv_{path}", "1", 1, f"coefficient of variation of the {path} path's per-second throughput "
                         "(metric_throughput_cv)", "time", _study("metric_throughput_cv", "cv", path)))
-    for path in ("lte", "lte2", "wifi"):
-        m.append(Metric(f"rtt_ms_{path}", "ms", 1, f"mean smoothed RTT of the {path} path's subflow samples", "time",
-                        _rtt(path)))
+    for path in PATHS:
+        m.append(Metric(f"rtt_ms_{path}", "ms", 1, f"byte-weighted mean smoothed RTT of the {path} path's subflows "
+                        f"(runs.parquet rtt_ms_{path})", "any", _pair_column(f"rtt_ms_{path}")))
+        m.append(Metric(f"rtt_sd_ms_{path}", "ms", 1, f"byte-weighted standard deviation of the {path} path's smoothed "
+                        f"RTT samples (runs.parquet rtt_sd_ms_{path})", "any", _pair_column(f"rtt_sd_ms_{path}")))
+        m.append(Metric(f"loss_{path}", "1", 1, f"bytes the {path} path's subflows retransmitted / bytes they sent "
+                        f"(runs.parquet loss_{path})", "any", _pair_column(f"loss_{path}")))
     return {x.name: x for x in m}
 
 

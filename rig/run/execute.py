@@ -25,6 +25,7 @@ from rig.run.radios import NoRadios, Radios
 from rig.run.watch import RunWatch, wait_program, watched
 from rig.run.tables import interface_table, lag_table, received_table, switch_table, transfer_subflow_table
 from rig.store.columns import MIB_COUNTERS
+from rig.store.path_stats import pair_path_stats
 from rig.store.writer import RunRecord
 
 # T0 is set this far after the launch round begins (launch): each sender's source, held with its
@@ -312,9 +313,10 @@ def _event_summary(rows: list[dict]) -> dict | None:
 
 
 def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joins.PairSubflows, samples: list,
-             mib_before: dict, mib_after: dict) -> dict:
+             mib_before: dict, mib_after: dict, subflow_samples: list[dict]) -> dict:
     """One pair's row of the run (runs.parquet): its transfer's times and bytes, what left each of
-    the sender's interfaces, what was sent more than once, and how its subflows were made."""
+    the sender's interfaces, what was sent more than once, how its subflows were made, and what
+    they saw (`subflow_samples`: the pair's transfer_subflows rows; rig.store.path_stats)."""
     sink = report["sink"]
 
     def moved(counter: str) -> int:
@@ -344,6 +346,7 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joi
         # the interfaces more than once (segments retransmitted, MPTCP reinjections) and the path
         # manager at work (joins sent and answered, addresses announced to it).
         **{column: moved(counter) for column, counter in MIB_COUNTERS.items()},
+        **pair_path_stats(subflow_samples, t.bytes_delivered),
     }
 
 
@@ -409,7 +412,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
         paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s], by_sender[s].subflows(run.homing, topo.mode))
         pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_before[s],
-                              nodes.mib_after[s]))
+                              nodes.mib_after[s], transfer_subflow_table({s: reports[s]}, topo).to_pylist()))
     marks.append(("collect", time.monotonic()))
 
     verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,

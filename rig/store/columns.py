@@ -9,6 +9,9 @@ descriptions (rig.export.datapackage) are all made from RUNS. A new column is on
     source "pair"    the pair's field of that name (pairs.json); with `mib`, rig.run.execute fills it
                      with how much the sender's MIB counter of that name moved during the run
     source "run"     run_id, campaign, campaign_id: what names the run
+    source "subflows" the pair's field of that name, computed from the sender's subflow samples
+                     by rig.store.path_stats (RTT and loss per path, the connection's RTT, the
+                     subflows' bytes against what the receiver read)
 """
 
 from __future__ import annotations
@@ -17,6 +20,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 
 from rig.store import formats
+from rig.store.path_stats import PATHS
 
 TIME = pa.timestamp("us", tz="UTC")
 
@@ -35,7 +39,7 @@ STATUSES_WORST_FIRST = ("failed", "stalled", "invalid")  # a run is its worst pa
 class Column:
     name: str
     type: pa.DataType
-    source: str  # run | params | status | pair
+    source: str  # run | params | status | pair | subflows
     description: str | None = None
     default: object = None  # params: the value of a run recorded before the parameter existed
     mib: str | None = None  # pair: the sender's MIB counter whose change during the run this is
@@ -94,6 +98,20 @@ RUNS: tuple[Column, ...] = (
     Column("tcp_fallbacks", pa.int64(), "pair", "connections the sender's kernel sent on as plain TCP after their "
                                                 "MP_CAPABLE SYNs went unanswered (MPTcpExtMPCapableSYNTXDrop): the "
                                                 "network's doing, the run stays a result", mib="MPTcpExtMPCapableSYNTXDrop"),
+    Column("mptcp_rtt_ms", pa.float64(), "subflows", "connection-level MPTCP RTT: the smoothed RTT of all the pair's "
+                                                     "subflow samples, each weighted by the bytes its subflow had "
+                                                     "acknowledged since its previous sample, ms"),
+    *(Column(name, pa.float64(), "subflows", text) for p in PATHS for name, text in (
+        (f"rtt_ms_{p}", f"{p} path: the byte-weighted mean smoothed RTT of its subflows' samples, ms (empty: it "
+                        "carried no data)"),
+        (f"rtt_sd_ms_{p}", f"{p} path: the byte-weighted standard deviation of those smoothed RTT samples, ms"),
+        (f"loss_{p}", f"{p} path: bytes its subflows retransmitted / bytes they sent (retransmissions included)"))),
+    Column("subflow_bytes", pa.int64(), "subflows", "bytes the pair's subflows carried once each (bytes sent - bytes "
+                                                    "retransmitted, summed over its subflows: payload, no headers)"),
+    Column("subflow_excess", pa.float64(), "subflows", "(subflow_bytes - bytes_received) / bytes_received: above 0, "
+                                                       "data the MPTCP level sent on more than one subflow"),
+    Column("subflow_mismatch", pa.bool_(), "subflows", "the subflows carried more than 10 % beyond, or more than 0.1 % "
+                                                       "short of, what the receiver read (rig.store.path_stats)"),
 )
 
 RUNS_SCHEMA = pa.schema([pa.field(c.name, c.type) for c in RUNS], metadata={formats.KEY: formats.RUNS})

@@ -65,8 +65,12 @@ def write_campaign(
     sample_interval_s: float = 0.25,
     with_secrets: bool = False,
     started_at_as_timestamp: bool = False,
+    transfer_subflows: bool = False,
 ) -> FixtureCampaign:
-    """Write results/<name>-<campaign_id>/ under root and describe what was written."""
+    """Write results/<name>-<campaign_id>/ under root and describe what was written.
+    `transfer_subflows`: each run also has the senders' own subflow samples (transfer_subflows),
+    and its runs.parquet rows the columns computed from them (rig.store.path_stats) with
+    bytes_received; the first ok run's first pair carried 15 % more than its receiver read."""
     rng = np.random.default_rng(7)
     cdir = root / f"{name}-{campaign_id}"
     (cdir / "runs").mkdir(parents=True)
@@ -188,6 +192,10 @@ def write_campaign(
         pq.write_table(subflows, rdir / "timeseries" / "subflows.parquet")
         n_sub += subflows.num_rows
 
+        pair_stats = {}
+        if transfer_subflows:
+            ok_runs = [q["run_id"] for q in plan_runs if q["run_id"] not in bad]
+            pair_stats = _transfer_subflows(rdir, times, p, status != "failed", extra=rid == ok_runs[0])
         for pair, (s, r) in enumerate(zip(SENDERS, RECEIVERS)):
             volume = p["volume_bytes"] // len(SENDERS)
             ok = status != "failed"  # an invalid run completed: it has its numbers
@@ -213,7 +221,7 @@ def write_campaign(
                 "goodput_bps": goodput,
                 "bytes_lte": sent[(s, "lte")] if ok else None,
                 "bytes_wifi": sent[(s, "wifi")] if ok else None,
-                "status": status, "reason": reason})
+                "status": status, "reason": reason, **pair_stats.get(pair, {})})
 
     runs = pa.Table.from_pylist(rows)
     starts = [r["started_at"] for r in rows]
@@ -232,6 +240,39 @@ def write_campaign(
         path=cdir, run_ids=ids, ok_run_ids=[r for r in ids if r not in bad],
         runs_rows=runs.num_rows, interface_samples=n_iface, lag_samples=n_lag,
         subflow_samples=n_sub, bad_runs=bad)
+
+
+# Per path of the synthetic subflows: (local address prefix, mean smoothed RTT ms, its swing ms,
+# share of the bytes, share retransmitted)
+SUBFLOW_PATHS = {"wifi": ("10.1", 20.0, 4.0, 0.6, 0.02), "lte": ("10.2", 60.0, 15.0, 0.4, 0.005)}
+
+
+def _transfer_subflows(rdir: Path, times, p: dict, ok: bool, extra: bool) -> dict[int, dict]:
+    """Write the run's transfer_subflows series (rig.run.tables' columns; a wifi and an lte subflow
+    per pair, cumulative counters growing evenly, RTTs swinging around each path's) and return
+    pair -> its columns
+    (rig.store.path_stats) with bytes_received. `extra`: the first pair sent 15 % more than read."""
+    from rig.store.path_stats import pair_path_stats
+
+    volume = p["volume_bytes"] // len(SENDERS)
+    rows, stats = [], {}
+    steps = np.arange(1, len(times) + 1) / len(times)
+    for pair, host in enumerate(SENDERS):
+        carried = volume * (1.15 if extra and pair == 0 else 1.0)
+        pair_rows = []
+        for path, (prefix, rtt, swing, share, lost) in SUBFLOW_PATHS.items():
+            for t, step in zip(times, steps):
+                first = int(carried * share * step)
+                retrans = int(first * lost)
+                pair_rows.append({"time": float(t), "host": host, "pair": pair, "connection": 0,
+                                  "local": f"{prefix}.{pair}.2:{40000 + pair}", "remote": f"10.9.{pair}.2:5201",
+                                  "path": path, "bytes_acked": first, "bytes_sent": first + retrans,
+                                  "bytes_retrans": retrans, "rtt_ms": rtt + swing * np.sin(8 * step + pair),
+                                  "cwnd": 40, "ssthresh": 30})
+        rows += pair_rows
+        stats[pair] = {**pair_path_stats(pair_rows, volume if ok else None), "bytes_received": volume if ok else None}
+    pq.write_table(pa.Table.from_pylist(rows), rdir / "timeseries" / "transfer_subflows.parquet")
+    return stats
 
 
 def synthetic_record(run):
