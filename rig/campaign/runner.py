@@ -29,7 +29,7 @@ from rig.model.block import BlockSettings, block_settings
 from rig.rigs import Backend
 from rig.influx import sink_from_env
 from rig.core.progress import Progress
-from rig.core.errors import DISK_FULL, RigError
+from rig.core.errors import DISK_FULL, RigError, one_line
 from rig.agents.client import AgentLost
 from rig.store import failures
 from rig.run.execute import RunContext, RunSettings, execute_run
@@ -207,7 +207,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                         if isinstance(e, OSError) and e.errno in DISK_FULL:
                             raise  # the results' disk, not the rig: nothing to restore
                         record, retried_s = _failed_record(ctx, run, e, started, store), 0.0
-                        progress.finished(run.run_id, f"failed - {e}", time.monotonic() - t_run)
+                        progress.finished(run.run_id, f"failed - {record.reason}", time.monotonic() - t_run)
                     # A part lost during the transfer is in the record (what the other nodes took kept).
                     kind = record.details.get("failure")
                     fault = record.reason if failures.restores(kind) else None
@@ -274,13 +274,15 @@ def _restore(backend: Backend, settings: BlockSettings, run_settings: RunSetting
 
 def _failed_record(ctx: RunContext, run: Run, error: Exception, started: str, store: CampaignStore) -> RunRecord:
     """The run in progress when a component was lost outside its transfer (configuring, launching):
-    recorded as failed, with the reason, one row per pair like any run (nothing was measured yet)."""
-    reason = str(error)
+    recorded as failed, with the reason, one row per pair like any run (nothing was measured yet).
+    The reason is one line; an error of several lines is whole in the run's logs/rig-error.txt."""
+    reason = one_line(error)
     pairs = [{"pair": p.index, "sender": p.sender, "receiver": p.receiver, "status": "failed", "reason": reason}
              for p in ctx.topo.pairs]
     kind = "agent_lost" if isinstance(error, AgentLost) else "rig_error"
     return RunRecord(run=run, status="failed", reason=reason, started_at=started, finished_at=utc_now(), pairs=pairs,
-                     details={"failure": kind, "lag_retries": store.lagged_attempts(run.run_id)})
+                     details={"failure": kind, "lag_retries": store.lagged_attempts(run.run_id)},
+                     logs={"rig-error.txt": str(error)} if reason != str(error) else {})
 
 
 def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,

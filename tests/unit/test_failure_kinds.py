@@ -86,3 +86,26 @@ def test_resume_sets_aside_exactly_the_rigs_failures(tmp_path):
     assert store.finished_ids() == {r.run_id for r in plan.runs} - set(rigs)
     assert sorted(d.name for d in store.attempts_dir.iterdir()) == sorted(f"{r}.1" for r in rigs)
     assert all(kind in failures.KINDS for kind in kinds)
+
+
+def test_a_rig_error_outside_the_transfer_is_one_line_and_whole_in_the_logs(tmp_path):
+    """A configuration command that failed with its output: the run's reason is one line, the
+    error whole in its logs/; an agent lost is its own kind."""
+    from rig.agents.client import AgentLost
+    from rig.campaign.runner import _failed_record
+    from rig.core.errors import RigError
+    from rig.model.topology import topology
+    from rig.run.execute import RunContext, RunSettings
+
+    plan = expand(parse_campaign(SMALL_CAMPAIGN, "t"))
+    store = CampaignStore.create(tmp_path, plan, SMALL_CAMPAIGN, {})
+    ctx = RunContext(topology("I", 1), agents=None, settings=RunSettings())
+    error = RigError("s1: paths: CalledProcessError: ip route replace failed:\nError: Nexthop has invalid gateway.\n")
+    record = _failed_record(ctx, plan.runs[0], error, "2026-11-27T04:00:00.000+00:00", store)
+    assert record.reason == "s1: paths: CalledProcessError: ip route replace failed: Error: Nexthop has invalid gateway."
+    assert record.details["failure"] == "rig_error" and record.logs == {"rig-error.txt": str(error)}
+    store.write_run(record)
+    assert (store.runs_dir / plan.runs[0].run_id / "logs" / "rig-error.txt").read_text() == str(error)
+    lost = _failed_record(ctx, plan.runs[1], AgentLost("node agent on s1 has exited"), "2026-11-27T04:00:00.000+00:00", store)
+    assert lost.details["failure"] == "agent_lost" and lost.logs == {}
+    assert store.set_aside_rig_faults() == [plan.runs[0].run_id]
