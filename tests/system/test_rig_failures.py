@@ -95,6 +95,8 @@ def test_a_sink_that_could_not_start_is_the_rigs_fault_and_resume_runs_it_again(
     status = json.loads((root / "runs" / failed["run_id"] / "status.json").read_text())
     assert status["failure"] == "program_died", status
     assert status["reason"] == "transfer sink on r1 exited with status 1: OSError: [Errno 98] Address already in use", status
+    stderr = (root / "runs" / failed["run_id"] / "logs" / "s1.stderr").read_text()  # the pair's programs' output
+    assert "Traceback" in stderr and "Address already in use" in stderr, stderr
     [kept] = [r["run_id"] for r in rows if r["status"] == "ok"]
 
     again = subprocess.run([sys.executable, "-m", "rig", "campaign", "run", str(f), "--out", str(tmp_path / "results"),
