@@ -51,15 +51,18 @@ def restores(kind: str | None) -> bool:
 
 def of_program(rc: int, stdout: str) -> str:
     """The kind of a transfer program that ended with status `rc` (non-zero) and printed `stdout`:
-    a report with its connection's error is the network's; a signal, no report (a traceback) or
-    an error of its own machinery is the rig's."""
+    a report with its connection's error is the network's; a signal, no report (a traceback), a
+    report of a program stopped (`stopped`: not by its run's end) or an error of its own
+    machinery is the rig's."""
     if rc < 0:
         return "program_died"
     try:
-        error = str(json.loads(stdout or "").get("error") or "")
+        report = json.loads(stdout or "")
+        error = str(report.get("error") or "")
     except (json.JSONDecodeError, AttributeError):
         return "program_died"
-    return "transfer_error" if error and not error.startswith(OWN_ERRORS) else "program_died"
+    ours = report.get("stopped") or error.startswith(OWN_ERRORS)
+    return "transfer_error" if error and not ours else "program_died"
 
 
 def of_run(status: str, ended_by: str | None, emulator_dead: bool, timed_out: bool, lagged: bool) -> str | None:

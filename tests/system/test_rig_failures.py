@@ -27,7 +27,8 @@ HOLD_PORT = ("import socket, sys; s = socket.socket(); s.bind(('0.0.0.0', int(sy
 
 def test_a_lost_agent_keeps_what_the_other_nodes_recorded(tmp_path, emulator, rig_prefix):
     """SIGKILL to s1's agent during a run of two pairs: the run is failed by the rig (agent_lost),
-    and its store holds the reachable nodes' interface samples, s2's sockets and pair 2's bytes;
+    and its store holds the reachable nodes' interface samples, s2's sockets, pair 2's bytes and
+    what r2's sink read until it was stopped;
     --resume sets it aside whole (attempts/) and runs it again."""
     f = campaign_file(tmp_path, 3, pairs=2)
     proc, log = start(tmp_path, f, rig_prefix)
@@ -52,6 +53,11 @@ def test_a_lost_agent_keeps_what_the_other_nodes_recorded(tmp_path, emulator, ri
     if (run / "timeseries" / "subflows.parquet").exists():  # sampled every 1 / subflow_hz: a fault may come first
         sampled = set(pq.read_table(run / "timeseries" / "subflows.parquet").column("host").to_pylist())
         assert sampled == {"s2"}, sampled  # the sockets s2's agent sampled
+    sink = json.loads((run / "transfers" / "s2.json").read_text())["sink"]  # r2's sink, stopped: its report
+    assert sink["stopped"] and sum(c["bytes"] for c in sink["connections"]) > 0, sink
+    received = pq.read_table(run / "timeseries" / "received.parquet").to_pylist()
+    assert "r2" in {r["host"] for r in received} <= {"r1", "r2"}, received  # r1's too: what s1 sent before
+    assert sum(r["bytes"] for r in received if r["host"] == "r2") > 0
     assert "ok" not in {r["status"] for r in rows if r["run_id"] == hit}  # never a valid run's rows
 
     again = subprocess.run([sys.executable, "-m", "rig", "campaign", "run", str(f), "--out", str(tmp_path / "results"),
