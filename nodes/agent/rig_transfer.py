@@ -59,6 +59,11 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       must not end before its path manager could open its other paths. What the receiver reads
       and when is not changed by it.
 
+Stopped with SIGTERM (the agent's stop), either prints its report so far with "stopped": true
+and "error": "stopped before its end" (a sink's connections with the bytes read until then and
+their intervals, the last one up to its last read; a source's connections with their subflow
+samples) and exits 143.
+
 --tcp: plain TCP sockets (a single-path baseline). Standard library only (it runs on the lab's
 nodes); times are the node's wall clock.
 """
@@ -69,13 +74,13 @@ import argparse
 import functools
 import json
 import os
-import signal
 import socket
 import sys
 
 # The agent starts this file with `python -I`, which leaves the script's directory off sys.path;
 # the rig_node package sits beside it (on the boards and in the repository).
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from rig_node.stopping import STOPPED_RC, stop_on_sigterm  # noqa: E402
 from rig_node.transfer_sink import sink  # noqa: E402
 from rig_node.transfer_source import source  # noqa: E402
 
@@ -148,16 +153,17 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.mode == "source" and a.loss_aware and a.sample_ms <= 0:
         p.error("--loss-aware needs --sample-ms > 0")
+    # The agent stops a program with SIGTERM: unwind (the policy restores its paths) and report
+    # what it has (rig_node.stopping).
+    stop_on_sigterm()
     if a.mode == "sink":
         doc = sink(a.port, a.connections, a.timeout, a.interval_ms / 1000, a.tcp)
     else:
-        # The agent stops a program with SIGTERM: unwind, so that the policy restores its paths.
-        signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
         doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
                      a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold,
                      tuple(a.paths), a.join_wait_s)
     print(json.dumps(doc))
-    return 1 if "error" in doc else 0
+    return STOPPED_RC if doc.get("stopped") else 1 if "error" in doc else 0
 
 
 if __name__ == "__main__":

@@ -5,8 +5,9 @@ Resuming is built on the run store's atomicity: a run is either fully recorded o
 SIGTERM and Ctrl-C stop between two writes: the run in flight is discarded and redone later.
 
 A lost component (a node agent or its SSH session, a radio emulator, a rebooted node) fails the
-run in progress, which is recorded with the reason; the rig is restored before the next run, and
-what cannot be restored stops the campaign resumably (docs/campaigns.md).
+run in progress, which is recorded with the reason and its kind (rig.store.failures: what the rig
+failed, --resume runs again); the rig is restored before the next run, and what cannot be
+restored stops the campaign resumably (docs/campaigns.md).
 """
 
 from __future__ import annotations
@@ -28,12 +29,15 @@ from rig.model.block import BlockSettings, block_settings
 from rig.rigs import Backend
 from rig.influx import sink_from_env
 from rig.core.progress import Progress
-from rig.core.errors import DISK_FULL, RigError
+from rig.core.errors import DISK_FULL, RigError, one_line
+from rig.agents.client import AgentLost
+from rig.store import failures
 from rig.run.execute import RunContext, RunSettings, execute_run
 from rig.store.columns import STATUSES
 from rig.store.writer import CampaignStore, RunRecord, utc_now
 
-# The same fault again right after the rig was restored: something restoring cannot fix.
+# The same kind of fault (rig.store.failures) again right after the rig was restored, this many
+# runs in a row: something restoring cannot fix.
 MAX_FAULTS_IN_A_ROW = 3
 # runs.parquet is rebuilt from every run's rows: ~8 ms at 18 runs, ~70 ms at 1,000. It is written
 # at most this often during a campaign, and always at its end (also when stopped or failing);
@@ -177,7 +181,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                 ctx: RunContext | None = None
                 block_key = None
                 fault: str | None = None  # why the last run failed with a lost component, until restored
-                faults_in_a_row = 0
+                faults_in_a_row, fault_kind = 0, None
                 for i, run in enumerate(todo):
                     lost = backend.lost() if ctx is not None else []  # a poll per process: no round trip
                     if run.radio_key != block_key or lost or fault:
@@ -200,13 +204,16 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     try:
                         record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
                                                      recorder.flush_after)
-                        faults_in_a_row = 0
                     except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
                         if isinstance(e, OSError) and e.errno in DISK_FULL:
                             raise  # the results' disk, not the rig: nothing to restore
-                        fault, faults_in_a_row = str(e), faults_in_a_row + 1
-                        record, retried_s = _failed_record(ctx, run, fault, started, store), 0.0
-                        progress.finished(run.run_id, f"failed - {fault}", time.monotonic() - t_run)
+                        record, retried_s = _failed_record(ctx, run, e, started, store), 0.0
+                        progress.finished(run.run_id, f"failed - {record.reason}", time.monotonic() - t_run)
+                    # A part lost during the transfer is in the record (what the other nodes took kept).
+                    kind = record.details.get("failure")
+                    fault = record.reason if failures.restores(kind) else None
+                    faults_in_a_row = 0 if not fault else faults_in_a_row + 1 if kind == fault_kind else 1
+                    fault_kind = kind if fault else None
                     recorder.hold(record)  # written during the next run's transfer (or at the end)
                     counts[record.status] += 1
                     transfer += (record.details.get("transfer_s") or 0.0) + retried_s
@@ -266,13 +273,17 @@ def _restore(backend: Backend, settings: BlockSettings, run_settings: RunSetting
                    f"The recorded runs are kept; continue with: {resume_hint}")
 
 
-def _failed_record(ctx: RunContext, run: Run, reason: str, started: str, store: CampaignStore) -> RunRecord:
-    """The run in progress when a component was lost: recorded as failed, with the reason, one
-    row per pair like any run (its measurements are gone with the component)."""
+def _failed_record(ctx: RunContext, run: Run, error: Exception, started: str, store: CampaignStore) -> RunRecord:
+    """The run in progress when a component was lost outside its transfer (configuring, launching):
+    recorded as failed, with the reason, one row per pair like any run (nothing was measured yet).
+    The reason is one line; an error of several lines is whole in the run's logs/rig-error.txt."""
+    reason = one_line(error)
     pairs = [{"pair": p.index, "sender": p.sender, "receiver": p.receiver, "status": "failed", "reason": reason}
              for p in ctx.topo.pairs]
+    kind = "agent_lost" if isinstance(error, AgentLost) else "rig_error"
     return RunRecord(run=run, status="failed", reason=reason, started_at=started, finished_at=utc_now(), pairs=pairs,
-                     details={"lost_component": True, "lag_retries": store.lagged_attempts(run.run_id)})
+                     details={"failure": kind, "lag_retries": store.lagged_attempts(run.run_id)},
+                     logs={"rig-error.txt": str(error)} if reason != str(error) else {})
 
 
 def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,

@@ -7,7 +7,8 @@ import errno
 DISK_FULL = (errno.ENOSPC, errno.EDQUOT)  # a write that found no room: the user's to fix, not a bug
 
 
-def _one_line(text: object) -> str:
+def one_line(text: object) -> str:
+    """A message on one line: its lines joined, white space folded (a run's reason, an input error)."""
     return " ".join(str(text).split())
 
 
@@ -21,7 +22,7 @@ class InputError(Exception):
     exit_code = 2
 
     def __init__(self, source: str, field: str, problem: str):
-        self.source, self.field, self.problem = _one_line(source), _one_line(field), _one_line(problem)
+        self.source, self.field, self.problem = one_line(source), one_line(field), one_line(problem)
         super().__init__(f"{self.source}: {self.field}: {self.problem}" if self.field else f"{self.source}: {self.problem}")
 
 

@@ -18,12 +18,13 @@ from rig.model.spec import Event, Limits, LossAware, Run, Tcp
 from rig.model.topology import Topology
 from rig.model.routing import node_plan, receive_buffer
 from rig.run import joins, timeline, transfers
-from rig.agents.client import AgentPool
+from rig.agents.client import AgentLost, AgentPool
 from rig.run.judge import Verdict, judge_run
 from rig.run.subflows import ccs_by_host, of_this_run, problems, subflow_rows, subflow_table
 from rig.run.radios import NoRadios, Radios
 from rig.run.watch import RunWatch, wait_program, watched
 from rig.run.tables import interface_table, lag_table, received_table, switch_table, transfer_subflow_table
+from rig.store import failures
 from rig.store.columns import MIB_COUNTERS
 from rig.store.path_stats import pair_path_stats
 from rig.store.writer import RunRecord
@@ -233,6 +234,7 @@ class Collected:
     subflows: list
     mib_after: dict  # sender -> counters
     clocks: dict  # host -> the clock's offset (none on a shared clock)
+    unreachable: dict  # host -> why its agent was lost during the transfer (nothing of it collected)
 
 
 def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected, RunWatch]:
@@ -241,9 +243,10 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
     stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
     on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
     pair's traffic, so its collection at its own program's end misses nothing of the run. A part
-    lost meanwhile (rig.run.watch) stops every node's program at once; the others' samples are
-    still collected, and a lost agent is raised (AgentLost) once every other node is done.
-    The `wait` replies by host, what was collected, and the watch (why the run ended early)."""
+    lost meanwhile (rig.run.watch) stops every node's program at once; every reachable node's
+    samples are still collected (a node whose agent was lost has none: `unreachable`).
+    The `wait` replies by host ({} for an unreachable one), what was collected, and the watch
+    (why the run ended early)."""
     timeout = transfers.run_timeout_s(run, ctx.limits)
     senders = [p.sender for p in ctx.topo.pairs]
     watch = RunWatch()
@@ -259,12 +262,16 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
         return {"wait": ended, **{r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}}
 
     replies = watched(ctx.agents, ctx.radios, ctx.topo.nodes, node, watch)
+    unreachable = {h: str(r) for h, r in replies.items() if isinstance(r, Exception)}
+    replies = {h: {"wait": {}, "unsample": {"samples": [], "ss": []}, "mib": {}} if h in unreachable else r
+               for h, r in replies.items()}
     hosts = ctx.topo.nodes
     collected = Collected(
         samples={h: replies[h]["unsample"]["samples"] for h in hosts},
         subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
         mib_after={s: replies[s]["mib"] for s in senders},
-        clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts})
+        clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts if h not in unreachable},
+        unreachable=unreachable)
     return {h: replies[h]["wait"] for h in hosts}, collected, watch
 
 
@@ -319,8 +326,8 @@ def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joi
     they saw (`subflow_samples`: the pair's transfer_subflows rows; rig.store.path_stats)."""
     sink = report["sink"]
 
-    def moved(counter: str) -> int:
-        return mib_after.get(counter, 0) - mib_before.get(counter, 0)
+    def moved(counter: str) -> int | None:  # None: the sender's agent was lost before its counters were read
+        return mib_after.get(counter, 0) - mib_before.get(counter, 0) if mib_after else None
 
     if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
         duration, fct = run.duration_s, None
@@ -393,14 +400,17 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     marks.append(("schedule", time.monotonic()))
     if during is not None:
         during(t0)
-    prepare_next(ctx, run, next_run, t0)
+    try:
+        prepare_next(ctx, run, next_run, t0)
+    except AgentLost:
+        pass  # during the transfer: the node's wait ends the run as the lost part's, the others' samples kept
 
     ended, nodes, watch = finish(ctx, run, t0)
     t_end = time.time()
     ctx.radios.flush_lag()  # the lag up to t_end, not only up to the last whole second
     marks.append(("transfer", time.monotonic()))
 
-    event_rows = timeline.collect(ctx, events, t0, t_end) if events else []
+    event_rows = timeline.collect(ctx, events, t0, t_end, set(nodes.unreachable)) if events else []
     ctx.radios.wait_lag(t_end)
     lags = ctx.radios.lag(t0, t_end)
     radios_alive = ctx.radios.alive()
@@ -425,6 +435,10 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
                                                            - mib_before[s].get("TcpExtTCPSynRetrans", 0))
                                        for s in senders})
     details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
+    details["failure"] = failures.of_run(verdict.status, watch.kind, not all(radios_alive.values()),
+                                         any(t.timed_out for t in done.values()), verdict.lagged)
+    if nodes.unreachable:  # what the reachable nodes recorded is kept, as a failed run's
+        details["unreachable"] = sorted(nodes.unreachable)
     timeseries = _timeseries(ctx, run, nodes.samples, nodes.subflows, reports, paths, event_rows, lags, t0, t_end)
     return RunRecord(
         run=run, status=verdict.status, reason=verdict.reason, started_at=iso(started_at), finished_at=iso(time.time()),

@@ -60,7 +60,8 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     """crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
     path_bytes: sender -> what left each of its radios in use (role -> bytes);
     join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins);
-    ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None;
+    ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None: the
+    reason of every pair that did not complete;
     stalled: it was a transfer that stalled (ended_by says which): the pairs that did not
     complete are `stalled`, a result of the network under test, not a failure of the rig."""
     judged = []
@@ -88,8 +89,9 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
             run_reason = f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
     if not run_reason and subflow_problem:
         run_reason = subflow_problem
-    if stalled and not dead:
-        judged = [{**p, "status": "stalled", "reason": ended_by} if p["status"] == "failed" else p for p in judged]
+    if ended_by:  # a pair stopped when the run was ended early failed by what ended it, not by its stop
+        judged = [{**p, "status": "stalled" if stalled and not dead else "failed", "reason": ended_by}
+                  if p["status"] == "failed" else p for p in judged]
     if run_reason:
         judged = [{**p, "status": "invalid" if p["status"] == "ok" else p["status"], "reason": p["reason"] or run_reason} for p in judged]
 

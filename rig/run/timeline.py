@@ -110,15 +110,16 @@ def _row(item: Planned, planned: float, actual: float | None, where: str, error:
             "values": json.dumps(item.values(), sort_keys=True), "where": where, "error": error}
 
 
-def collect(ctx, scheduled: Scheduled, t0: float, t_end: float) -> list[dict]:
+def collect(ctx, scheduled: Scheduled, t0: float, t_end: float, unreachable: frozenset | set = frozenset()) -> list[dict]:
     """What became of each event (one row per place it acted: radio, node); an event due after
-    the run ended has a row with no actual time. Then every changed link is restored for the next
-    run: the radios' links to what the block set, the nodes' interfaces by their agents."""
+    the run ended has a row with no actual time, and so has one on a node whose agent was lost
+    (`unreachable`). Then every changed link is restored for the next run: the radios' links to
+    what the block set, the nodes' interfaces by their agents."""
     rows = []
     applied = ctx.radios.applied(t0 - 1)
     for cid, item in scheduled.radio_ids.items():
         rows.append(_row(item, item.at, applied.get(cid), "radio"))
-    hosts = sorted({host for _, host, _ in scheduled.node_actions})
+    hosts = sorted({host for _, host, _ in scheduled.node_actions} - set(unreachable))
     logs = ctx.agents.each(hosts, lambda a: a.request("timeline_log")["events"])
     by_id = {(host, e["id"]): e for host, entries in logs.items() for e in entries}
     for item, host, action in scheduled.node_actions:

@@ -11,6 +11,7 @@ import time
 from typing import Callable
 
 from rig.agents.client import AgentLost, AgentPool
+from rig.store import failures
 from rig.run.radios import Radios
 from rig.run.transfers import last_line
 
@@ -32,13 +33,13 @@ def stall_bound_s(rto_ms: float | None) -> float:
 
 
 class RunWatch:
-    """Why the run was ended early (the first lost part, or a stalled transfer), shared by the
-    nodes' waits."""
+    """Why the run was ended early (the first lost part, or a stalled transfer) and its kind
+    (rig.store.failures), shared by the nodes' waits."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self.why: str | None = None
-        self.stalled = False  # ended because a transfer stalled: a result, not a lost part
+        self.kind: str | None = None
         self.ended = threading.Event()
         # A stall's evidence is taken on every node whose program still runs before any of them
         # is stopped (a sink stopped first would end its source, and the sender's state with it).
@@ -57,10 +58,17 @@ class RunWatch:
             self._evidence.notify_all()
             self._evidence.wait_for(lambda: self._evidenced >= self._running, timeout_s)
 
-    def lose(self, why: str, stalled: bool = False) -> None:
+    @property
+    def stalled(self) -> bool:
+        """Ended because a transfer stalled: a result, not a lost part."""
+        return self.kind == "stalled"
+
+    def lose(self, why: str, kind: str) -> None:
+        """The first cause ends the run; a part of the rig that died overrides a connection's
+        error that came first (a sink that crashed leaves its sources refused)."""
         with self._lock:
-            if self.why is None:
-                self.why, self.stalled = why, stalled
+            if self.why is None or (self.kind == "transfer_error" and failures.KINDS[kind].rigs):
+                self.why, self.kind = why, kind
         self.ended.set()
 
 
@@ -82,7 +90,8 @@ def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, po
             if not reply.get("running"):
                 watch.running(-1)
                 if reply.get("rc"):
-                    watch.lose(f"transfer {what} {_how(reply['rc'], reply.get('stderr') or '')}")
+                    watch.lose(f"transfer {what} {_how(reply['rc'], reply.get('stderr') or '')}",
+                               failures.of_program(reply["rc"], reply.get("stdout") or ""))
                 return reply
             if reply.get("received") is None:
                 continue
@@ -91,7 +100,7 @@ def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, po
                 received, moved_at = reply["received"], time.monotonic()
             elif time.monotonic() - moved_at > (bound := stall_bound_s(rto_ms)):
                 watch.lose(f"stalled: the {what}'s connections received nothing for {bound:.1f} s "
-                           f"({received} bytes received, largest RTO {rto_ms:.0f} ms)", stalled=True)
+                           f"({received} bytes received, largest RTO {rto_ms:.0f} ms)", "stalled")
         evidence = agent.request("evidence", keys=[key]) if watch.stalled else None
         if watch.stalled:
             watch.evidence_taken()
@@ -101,7 +110,7 @@ def wait_program(agent, key: str, timeout: float, watch: RunWatch, what: str, po
         agent.request("kill_sockets", port=port)
     except AgentLost as e:
         watch.running(-1)
-        watch.lose(str(e))
+        watch.lose(str(e), "agent_lost")
         raise
     if watch.why is not None and reply.get("timed_out"):  # it did not run out of time: it was stopped
         reply = {**reply, "timed_out": False, "stopped_by": watch.why}
@@ -118,20 +127,28 @@ def _how(rc: int, stderr: str) -> str:
 
 def watched(agents: AgentPool, radios: Radios, hosts: list[str], node: Callable, watch: RunWatch) -> dict:
     """`node(agent)` on every host at once (AgentPool.each), while the agents' and the radios'
-    processes are polled every WAIT_SLICE_S (no round trip): a lost one ends the run (watch)."""
+    processes are polled every WAIT_SLICE_S (no round trip): a lost one ends the run (watch).
+    host -> what node() returned, or the AgentLost its agent raised (the other nodes' replies
+    are kept: what they recorded is the run's)."""
     done = threading.Event()
 
     def poll() -> None:
         while not done.wait(WAIT_SLICE_S) and not watch.ended.is_set():
-            lost = [f"node agent on {h} has exited" for h in agents.lost()]
-            lost += [f"emulator for {n} exited during the run" for n, alive in radios.alive().items() if not alive]
-            if lost:
-                watch.lose("; ".join(lost))
+            agents_lost = [f"node agent on {h} has exited" for h in agents.lost()]
+            radios_lost = [f"emulator for {n} exited during the run" for n, alive in radios.alive().items() if not alive]
+            if agents_lost or radios_lost:
+                watch.lose("; ".join(agents_lost + radios_lost), "agent_lost" if agents_lost else "emulator_exited")
+
+    def reached(agent):
+        try:
+            return node(agent)
+        except AgentLost as e:
+            return e
 
     poller = threading.Thread(target=poll, daemon=True)
     poller.start()
     try:
-        return agents.each(hosts, node)
+        return agents.each(hosts, reached)
     finally:
         done.set()
         poller.join()

@@ -33,6 +33,7 @@ from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.reader import (ATTEMPTS, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS, TIMESERIES,
                               TRANSFERS, CAMPAIGN_FILE, CampaignDir, RunDir)
 from rig.model.spec import Run
+from rig.store import failures
 
 if TYPE_CHECKING:  # the store writes a plan it is given; planning is the campaign's
     from rig.campaign.plan import Plan
@@ -201,8 +202,8 @@ class CampaignStore:
         return sum(1 for a in self.dir.attempts(run_id) if a.status().get("lagged"))
 
     def rig_faults(self) -> list[RunDir]:
-        """Recorded runs that failed because a part of the rig was lost (`lost_component`)."""
-        return [run for run in self.dir.recorded() if run.status().get("lost_component")]
+        """Recorded runs that failed by the rig's fault (rig.store.failures: their `failure` kind)."""
+        return [run for run in self.dir.recorded() if failures.rigs(run.status())]
 
     def set_aside_rig_faults(self) -> list[str]:
         """The rig_faults, moved to attempts/ like a lagged attempt: they say nothing of the

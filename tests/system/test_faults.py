@@ -23,153 +23,50 @@ import pyarrow.parquet as pq
 import pytest
 
 from fixtures.cli import REPO, run_rig
+from fixtures.faulted_campaign import (agent, campaign_file, campaign_text, cmdline, comm, connected, finish, ppid,
+                                       recorded, recorded_runs, start, transfer_source, transfers_in, wait_for_transfer)
 from rig.rigs.emulated import netns
 from rig.rigs.emulated.emulated_rig import STATE_ROOT
 
 pytestmark = pytest.mark.emulated
-
-CAMPAIGN = """
-name: faults
-setups: [I]
-pairs: 1
-repetitions: {repetitions}
-seed: 7
-factors:
-  volume: [8MB]
-  homing: [dual]
-limits:
-  run_timeout_s: 20
-  max_lag_p99_ms: 200
-"""
-
-
-def _campaign(tmp_path: Path, repetitions: int) -> Path:
-    f = tmp_path / "faults.yaml"
-    f.write_text(CAMPAIGN.format(repetitions=repetitions))
-    return f
-
-
-def _start(tmp_path: Path, file: Path, prefix: str, *extra: str) -> tuple[subprocess.Popen, Path]:
-    log = tmp_path / "runner.stderr"
-    argv = [sys.executable, "-m", "rig", "campaign", "run", str(file), "--out", str(tmp_path / "results"),
-            "--prefix", prefix, *extra]
-    with open(log, "w") as err:
-        proc = subprocess.Popen(argv, cwd=REPO, stdout=subprocess.DEVNULL, stderr=err,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
-    return proc, log
-
-
-def _finish(proc: subprocess.Popen, timeout: float = 300) -> int:
-    try:
-        return proc.wait(timeout=timeout)
-    finally:
-        if proc.poll() is None:  # a hung campaign: SIGTERM tears its rig down
-            proc.terminate()
-            proc.wait(60)
-
-
-def _cmdline(pid: int) -> list[str]:
-    try:
-        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace").split("\0")
-    except OSError:
-        return []
-
-
-def _ppid(pid: int) -> int | None:
-    try:
-        return int(Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[1])
-    except (OSError, ValueError, IndexError):
-        return None
-
-
-def _comm(pid: int) -> str:
-    try:
-        return Path(f"/proc/{pid}/comm").read_text().strip()
-    except OSError:
-        return ""
-
-
-def _is_transfer(pid: int, mode: str | None = None) -> bool:
-    """A transfer source or sink: the agent forks them and names them rig-source, rig-sink."""
-    return _comm(pid) in ((f"rig-{mode}",) if mode else ("rig-source", "rig-sink"))
-
-
-def _iperf_client(prefix: str, host: str) -> int | None:
-    """The pid of a run's transfer source in `host`'s namespace, if one is."""
-    for pid in netns.pids(f"{prefix}-{host}"):
-        if _is_transfer(pid, "source"):
-            return pid
-    return None
-
-
-def _wait_for_transfer(proc: subprocess.Popen, prefix: str, host: str = "s1", not_pid: int | None = None) -> int:
-    """Wait until a run's transfer is in progress (a new transfer source on the sender)."""
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the campaign ended before the fault could be injected"
-        pid = _iperf_client(prefix, host)
-        if pid is not None and pid != not_pid:
-            return pid
-        time.sleep(0.02)
-    pytest.fail("no transfer started")
-
-
-def _agent(prefix: str, host: str, runner_pid: int) -> int:
-    """The node agent of `host`: in the host's namespace, forked by the runner's agent spawner."""
-    agents = [pid for pid in netns.pids(f"{prefix}-{host}") if _ppid(_ppid(pid)) == runner_pid]
-    assert len(agents) == 1, agents
-    return agents[0]
-
-
-def _runs(out: Path) -> tuple[Path, list[dict], list[str]]:
-    [root] = [d for d in out.iterdir() if not d.name.startswith(".")]
-    rows = pq.read_table(root / "runs.parquet").to_pylist()
-    plan_ids = sorted(r["run_id"] for r in json.loads((root / "plan.json").read_text())["runs"])
-    return root, rows, plan_ids
-
 
 def _survived(code: int, log: Path, out: Path, lost: list[str]) -> tuple[Path, list[dict]]:
     """The campaign went on to its end: exit 0, every planned run recorded once (nothing lost,
     nothing twice), the rig restored after each lost component. Returns the runs not ok."""
     stderr = log.read_text()
     assert code == 0, stderr
-    root, rows, plan_ids = _runs(out)
+    root, rows, plan_ids = recorded_runs(out)
     assert sorted(r["run_id"] for r in rows) == plan_ids
     for what in lost:
         assert f"restoring the rig ({what} lost)" in stderr, stderr
     return root, [r for r in rows if r["status"] != "ok"]
 
 
-def _iperf3_in(ns: str) -> list[int]:
-    """Traffic programs (transfer sources and sinks) running in `ns`."""
-    return [pid for pid in netns.pids(ns) if _is_transfer(pid)]
-
-
 def test_killed_node_agents_fail_their_run_and_the_campaign_goes_on(tmp_path, emulator, rig_prefix):
     """SIGKILL to a sender's agent, later to a receiver's (whose transfer sink it leaves behind)."""
-    proc, log = _start(tmp_path, _campaign(tmp_path, 5), rig_prefix, "--keep-up")
+    proc, log = start(tmp_path, campaign_file(tmp_path, 5), rig_prefix, "--keep-up")
     try:
-        first = _wait_for_transfer(proc, rig_prefix)
-        os.kill(_agent(rig_prefix, "s1", proc.pid), signal.SIGKILL)
-        _wait_for_transfer(proc, rig_prefix, not_pid=first)
-        os.kill(_agent(rig_prefix, "r1", proc.pid), signal.SIGKILL)
+        first = wait_for_transfer(proc, rig_prefix)
+        os.kill(agent(rig_prefix, "s1", proc.pid), signal.SIGKILL)
+        wait_for_transfer(proc, rig_prefix, not_pid=first)
+        os.kill(agent(rig_prefix, "r1", proc.pid), signal.SIGKILL)
     finally:
-        code = _finish(proc)
+        code = finish(proc)
     root, failed = _survived(code, log, tmp_path / "results", ["node agent on s1", "node agent on r1"])
     assert sorted(r["reason"][:16] for r in failed) == ["node agent on r1", "node agent on s1"], failed
     assert all(r["status"] == "failed" and "SIGKILL" in r["reason"] for r in failed), failed
     status = json.loads((root / "runs" / failed[0]["run_id"] / "status.json").read_text())
-    assert status["status"] == "failed" and status["lost_component"]
+    assert status["status"] == "failed" and status["failure"] == "agent_lost"
     # The killed agents' transfer processes were stopped; the last agents stopped their own.
-    assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
+    assert transfers_in(f"{rig_prefix}-r1") == [] and transfers_in(f"{rig_prefix}-s1") == []
 
     # The rig's faults say nothing of the network: --resume runs those runs again, their failed
     # records kept aside as attempts, never in the runs table.
-    proc, log = _start(tmp_path, _campaign(tmp_path, 5), rig_prefix, "--resume")
-    assert _finish(proc) == 0, log.read_text()
+    proc, log = start(tmp_path, campaign_file(tmp_path, 5), rig_prefix, "--resume")
+    assert finish(proc) == 0, log.read_text()
     redone = sorted(r["run_id"] for r in failed)
     assert f"running again what the rig's faults failed: {', '.join(redone)}" in log.read_text()
-    _, rows, plan_ids = _runs(tmp_path / "results")
+    _, rows, plan_ids = recorded_runs(tmp_path / "results")
     assert sorted(r["run_id"] for r in rows) == plan_ids
     assert [(r["run_id"], r["reason"]) for r in rows if r["status"] != "ok"] == []
     kept = sorted(d.name for d in (root / "attempts").iterdir())
@@ -181,24 +78,24 @@ def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig)
     """--transport ssh, as on the lab: the sshd serving s1's agent is killed (the TCP connection
     and every session on it end) or frozen (a node that stops answering: ssh gives up after its
     keepalives go unanswered); the runner opens a new SSH session and agent."""
-    proc, log = _start(tmp_path, _campaign(tmp_path, 3), rig_prefix, "--transport", "ssh")
+    proc, log = start(tmp_path, campaign_file(tmp_path, 3), rig_prefix, "--transport", "ssh")
     sshd = None
     try:
-        _wait_for_transfer(proc, rig_prefix)
+        wait_for_transfer(proc, rig_prefix)
         # the agent's Python: not its forks, nor the shell and sudo that the runner's account starts it with
         agents = [pid for pid in netns.pids(f"{rig_prefix}-s1")
-                  if any("rig_agent" in a for a in _cmdline(pid)) and _comm(pid).startswith("python")]
-        assert len(agents) == 1, [(pid, _comm(pid), _cmdline(pid)[:4]) for pid in agents]
+                  if any("rig_agent" in a for a in cmdline(pid)) and comm(pid).startswith("python")]
+        assert len(agents) == 1, [(pid, comm(pid), cmdline(pid)[:4]) for pid in agents]
         [agent] = agents
-        sshd = _ppid(agent)
-        while sshd and _comm(sshd) != "sshd":  # a login shell and sudo may sit between them
-            sshd = _ppid(sshd)
+        sshd = ppid(agent)
+        while sshd and comm(sshd) != "sshd":  # a login shell and sudo may sit between them
+            sshd = ppid(sshd)
         assert sshd, "the agent is not served by an sshd"
         os.kill(sshd, sig)
-        code = _finish(proc)
+        code = finish(proc)
     finally:
         if proc.poll() is None:
-            code = _finish(proc)
+            code = finish(proc)
         if sshd and sig == signal.SIGSTOP:
             os.kill(sshd, signal.SIGKILL)  # the frozen one is ours to end
     _, failed = _survived(code, log, tmp_path / "results", ["node agent on s1"])
@@ -208,14 +105,14 @@ def test_lost_ssh_session_is_re_established(tmp_path, emulator, rig_prefix, sig)
 
 
 def test_killed_radio_emulator_is_restarted_before_the_next_run(tmp_path, emulator, rig_prefix):
-    proc, log = _start(tmp_path, _campaign(tmp_path, 4), rig_prefix, "--keep-up")
+    proc, log = start(tmp_path, campaign_file(tmp_path, 4), rig_prefix, "--keep-up")
     pid_file = STATE_ROOT / rig_prefix / "radios" / "ap1.pid"
     try:
-        _wait_for_transfer(proc, rig_prefix)
+        wait_for_transfer(proc, rig_prefix)
         killed = int(pid_file.read_text().split()[0])
         os.kill(killed, signal.SIGKILL)
     finally:
-        code = _finish(proc)
+        code = finish(proc)
     root, spoiled = _survived(code, log, tmp_path / "results", ["radio emulator ap1"])
     assert len(spoiled) == 1, spoiled  # failed or invalid, by what the pair saw; the run says why
     status = json.loads((root / "runs" / spoiled[0]["run_id"] / "status.json").read_text())
@@ -247,11 +144,6 @@ def _started(root: Path) -> list[tuple[float, str, dict]]:
     return sorted(runs)
 
 
-def _recorded(log: Path) -> int:
-    """How many runs the campaign has finished so far (its progress lines, `[n/total] run: ...`)."""
-    return sum(1 for line in log.read_text().splitlines() if line.startswith("["))
-
-
 def _ticks_since_boot(pid: int | None = None) -> int:
     """When `pid` started (else: now), in clock ticks since boot (/proc/PID/stat's starttime)."""
     if pid is None:
@@ -267,16 +159,14 @@ def _sending(proc: subprocess.Popen, prefix: str, log: Path, runs_before: int) -
     was prepared during the one before), started after they were recorded (not one of the failed
     run's, still being stopped), once its MPTCP connection is established."""
     deadline = time.monotonic() + 180
-    while time.monotonic() < deadline and _recorded(log) < runs_before:
+    while time.monotonic() < deadline and recorded(log) < runs_before:
         assert proc.poll() is None, "the campaign ended before the fault could be injected"
         time.sleep(0.02)
     recorded_at = _ticks_since_boot()
     while time.monotonic() < deadline:
         assert proc.poll() is None, "the campaign ended before the fault could be injected"
-        pid = _iperf_client(prefix, "s1")
-        ss = subprocess.run(["ip", "netns", "exec", f"{prefix}-s1", "ss", "-HMnp", "state", "established"],
-                            capture_output=True, text=True).stdout
-        if pid is not None and f"pid={pid}," in ss and _ticks_since_boot(pid) >= recorded_at:
+        pid = transfer_source(prefix, "s1")
+        if pid is not None and connected(prefix, "s1", pid) and _ticks_since_boot(pid) >= recorded_at:
             return pid
         time.sleep(0.02)
     pytest.fail("no transfer started")
@@ -291,21 +181,21 @@ def test_a_lost_part_ends_its_run_at_once_at_the_default_limits(tmp_path, emulat
     the next run's start, is printed (docs/measurements/2026-11-27-fault-cost.md)."""
     f = tmp_path / "faults-default.yaml"
     f.write_text(DEFAULT_LIMITS)
-    proc, log = _start(tmp_path, f, rig_prefix, "--keep-up")
+    proc, log = start(tmp_path, f, rig_prefix, "--keep-up")
     faults = []
-    agent = lambda host: os.kill(_agent(rig_prefix, host, proc.pid), signal.SIGKILL)  # noqa: E731
+    kill_agent = lambda host: os.kill(agent(rig_prefix, host, proc.pid), signal.SIGKILL)  # noqa: E731
     radio = lambda: os.kill(int((STATE_ROOT / rig_prefix / "radios" / "ap1.pid").read_text().split()[0]),  # noqa: E731
                             signal.SIGKILL)
     try:
-        for n, (kind, inject) in enumerate((("sender's node agent", lambda pid: agent("s1")),
-                                            ("receiver's node agent", lambda pid: agent("r1")),
+        for n, (kind, inject) in enumerate((("sender's node agent", lambda pid: kill_agent("s1")),
+                                            ("receiver's node agent", lambda pid: kill_agent("r1")),
                                             ("radio emulator", lambda pid: radio()),
                                             ("transfer source", lambda pid: os.kill(pid, signal.SIGKILL)))):
             pid = _sending(proc, rig_prefix, log, n)  # each fault in a run of its own
             faults.append((kind, time.time()))
             inject(pid)
     finally:
-        code = _finish(proc, timeout=600)
+        code = finish(proc, timeout=600)
     root, spoiled = _survived(code, log, tmp_path / "results", ["node agent on s1", "node agent on r1", "radio emulator ap1"])
     runs = _started(root)
     for (kind, at), expected in zip(faults, ("node agent on s1", "node agent on r1", "emulator for ap1 exited",
@@ -317,7 +207,7 @@ def test_a_lost_part_ends_its_run_at_once_at_the_default_limits(tmp_path, emulat
         print(f"{kind}: {run_id} failed ({status['reason']}); the next run started "
               f"{runs[hit + 1][0] - at:.1f} s after the fault")
     assert len(spoiled) == 4, spoiled
-    assert _iperf3_in(f"{rig_prefix}-r1") == [] and _iperf3_in(f"{rig_prefix}-s1") == []
+    assert transfers_in(f"{rig_prefix}-r1") == [] and transfers_in(f"{rig_prefix}-s1") == []
 
 
 # What a reboot takes from a node: addresses, routes, policy rules, MPTCP endpoints, sysctls.
@@ -333,16 +223,16 @@ sysctl -qw net.ipv4.tcp_notsent_lowat=4294967295
 
 
 def test_rebooted_receiver_gets_its_configuration_again(tmp_path, emulator, rig_prefix):
-    proc, log = _start(tmp_path, _campaign(tmp_path, 4), rig_prefix, "--keep-up")
+    proc, log = start(tmp_path, campaign_file(tmp_path, 4), rig_prefix, "--keep-up")
     ns = f"{rig_prefix}-r1"
     try:
-        _wait_for_transfer(proc, rig_prefix)
+        wait_for_transfer(proc, rig_prefix)
         for pid in netns.pids(ns):  # the node goes down: every process on it
             os.kill(pid, signal.SIGKILL)
         netns.sh(ns, REBOOT)
         assert "default" not in subprocess.run(["ip", "-n", ns, "route"], capture_output=True, text=True).stdout
     finally:
-        code = _finish(proc)
+        code = finish(proc)
     _, failed = _survived(code, log, tmp_path / "results", ["node agent on r1"])
     assert len(failed) == 1 and failed[0]["reason"].startswith("node agent on r1"), failed
     # The runs after the reboot are ok (dual-homed: both paths, so routes and the B-side
@@ -358,7 +248,7 @@ def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emul
     """s1 is gone for good (its namespace deleted): the campaign stops after its tries, the
     nightly exits 1 saying why, its OnFailure hook records it, and the next nightly resumes."""
     (tmp_path / "campaigns").mkdir()
-    (tmp_path / "campaigns/faults.yaml").write_text(CAMPAIGN.format(repetitions=4))
+    (tmp_path / "campaigns/faults.yaml").write_text(campaign_text(4))
     env = {k: v for k, v in os.environ.items() if not k.startswith("RIG_")}
     env |= {"RIG_NIGHTLY_CAMPAIGNS": str(tmp_path / "campaigns"), "RIG_NIGHTLY_RESULTS": str(tmp_path / "results"),
             "RIG_NIGHTLY_EXPORTS": str(tmp_path / "exports"), "RIG_NIGHTLY_FAILURES": str(tmp_path / "failures"),
@@ -369,7 +259,7 @@ def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emul
 
     first = subprocess.Popen(nightly, cwd=REPO, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
-        _wait_for_transfer(first, rig_prefix)
+        wait_for_transfer(first, rig_prefix)
         ns = f"{rig_prefix}-s1"
         for pid in netns.pids(ns):
             os.kill(pid, signal.SIGKILL)
@@ -384,7 +274,7 @@ def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emul
     last = err.strip().splitlines()[-1]
     assert last.startswith("error: campaign run exited with status 1: the rig could not be restored"), last
     assert not (tmp_path / "exports").exists()
-    root, rows, plan_ids = _runs(tmp_path / "results")
+    root, rows, plan_ids = recorded_runs(tmp_path / "results")
     done_before = sorted(r["run_id"] for r in rows)
     assert 1 <= len(done_before) < len(plan_ids)
     assert [r["reason"][:16] for r in rows if r["status"] == "failed"] == ["node agent on s1"]
@@ -400,7 +290,7 @@ def test_node_that_cannot_be_restored_stops_the_nightly_resumably(tmp_path, emul
     assert f"running again what the rig's faults failed: {', '.join(lost)}" in second.stderr
     for run_id in set(done_before) - set(lost):
         assert f"{run_id}:" not in second.stderr
-    _, rows, _ = _runs(tmp_path / "results")
+    _, rows, _ = recorded_runs(tmp_path / "results")
     assert sorted(r["run_id"] for r in rows) == plan_ids
     assert sorted(d.name for d in (root / "runs").iterdir()) == plan_ids
     [export] = (tmp_path / "exports").iterdir()
@@ -417,7 +307,7 @@ def test_a_full_results_disk_is_one_line_and_resume_finishes_the_campaign(tmp_pa
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], check=True)
     try:
         f = tmp_path / "small.yaml"
-        f.write_text(CAMPAIGN.format(repetitions=12).replace("8MB", "1MB"))
+        f.write_text(campaign_text(12).replace("8MB", "1MB"))
         out = disk / "results"
         full = run_rig("campaign", "run", str(f), "--out", str(out), "--prefix", rig_prefix)
         lines = [line for line in full.stderr.splitlines() if line.startswith("error:")]

@@ -8,15 +8,23 @@ import threading
 import time
 
 from rig_node.mptcp_info import stream_socket
+from rig_node.stopping import STOPPED_ERROR, Stopped
 
 CHUNK = 256 * 1024
 
 
 def _read_all(conn: socket.socket, peer: str, accepted_at: float, interval_s: float, out: list, lock) -> None:
+    """Reads the connection to its end. Its entry in `out` is there from the start and kept
+    current with each read (bytes, last byte, the interval in progress as the last one, stamped
+    with its last read until it closes): a sink stopped before the end reports what was read."""
+    entry = {"peer": peer, "accepted_at": accepted_at, "first_byte_at": None, "last_byte_at": None, "bytes": 0,
+             "intervals": []}
+    with lock:
+        out.append(entry)
     buf = bytearray(CHUNK)
-    total, first, last = 0, None, None
-    intervals: list[list] = []
-    window_start, window_bytes = None, 0
+    total, last = 0, None
+    intervals: list[list] = entry["intervals"]
+    window_start = None
     while True:
         n = conn.recv_into(buf)
         # When the application has the bytes: after a lost segment is sent again, the kernel's
@@ -24,19 +32,20 @@ def _read_all(conn: socket.socket, peer: str, accepted_at: float, interval_s: fl
         now = time.time()
         if n == 0:
             break
-        if first is None:
-            first = window_start = now
+        if window_start is None:
+            entry["first_byte_at"] = window_start = now
+            intervals.append([now, 0])
         total, last = total + n, now
         while now - window_start >= interval_s:  # close the windows this read has passed
-            intervals.append([round(window_start + interval_s, 6), window_bytes])
-            window_start, window_bytes = window_start + interval_s, 0
-        window_bytes += n
-    if window_start is not None:
-        intervals.append([round(last, 6), window_bytes])
+            intervals[-1][0] = round(window_start + interval_s, 6)
+            window_start += interval_s
+            intervals.append([now, 0])
+        intervals[-1][0] = now
+        intervals[-1][1] += n
+        entry["bytes"], entry["last_byte_at"] = total, last
+    if intervals:
+        intervals[-1][0] = round(last, 6)
     conn.close()  # the sender waits for this: everything it sent has been read
-    with lock:
-        out.append({"peer": peer, "accepted_at": accepted_at, "first_byte_at": first, "last_byte_at": last,
-                    "bytes": total, "intervals": intervals})
 
 
 def sink(port: int, connections: int, timeout_s: float, interval_s: float, tcp: bool = False) -> dict:
@@ -48,24 +57,30 @@ def sink(port: int, connections: int, timeout_s: float, interval_s: float, tcp: 
     out: list[dict] = []
     lock = threading.Lock()
     readers = []
-    error = None
+    error, stopped = None, False
     deadline = time.monotonic() + timeout_s
     try:
-        for _ in range(connections):
-            srv.settimeout(max(0.001, deadline - time.monotonic()))
-            conn, addr = srv.accept()
-            t = threading.Thread(target=_read_all, args=(conn, f"{addr[0]}:{addr[1]}", time.time(), interval_s, out, lock),
-                                 daemon=True)
-            t.start()
-            readers.append(t)
-    except OSError as e:  # socket.timeout is an OSError
-        error = f"accepted {len(readers)} of {connections} connections: {e}"
-    for t in readers:
-        t.join(max(0.0, deadline - time.monotonic()))
-    if any(t.is_alive() for t in readers):
-        error = error or "a connection did not end before the timeout"
-    with lock:
-        doc = {"connections": sorted(out, key=lambda c: c["accepted_at"])}
+        try:
+            for _ in range(connections):
+                srv.settimeout(max(0.001, deadline - time.monotonic()))
+                conn, addr = srv.accept()
+                t = threading.Thread(target=_read_all, daemon=True,
+                                     args=(conn, f"{addr[0]}:{addr[1]}", time.time(), interval_s, out, lock))
+                t.start()
+                readers.append(t)
+        except OSError as e:  # socket.timeout is an OSError
+            error = f"accepted {len(readers)} of {connections} connections: {e}"
+        for t in readers:
+            t.join(max(0.0, deadline - time.monotonic()))
+        if any(t.is_alive() for t in readers):
+            error = error or "a connection did not end before the timeout"
+    except Stopped:
+        error, stopped = STOPPED_ERROR, True
+    with lock:  # a reader still running may append an interval meanwhile: each entry as it is now
+        doc = {"connections": sorted(({**c, "intervals": [list(i) for i in c["intervals"]]} for c in out),
+                                     key=lambda c: c["accepted_at"])}
     if error:
         doc["error"] = error
+    if stopped:
+        doc["stopped"] = True
     return doc

@@ -14,6 +14,7 @@ import time
 
 from rig_node import mptcp_info, pathpolicy, pm_events
 from rig_node.mptcp_info import stream_socket
+from rig_node.stopping import STOPPED_ERROR, Stopped
 
 CHUNK = 256 * 1024
 PR_SET_TIMERSLACK = 29  # prctl(2)
@@ -282,7 +283,7 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     threads = [threading.Thread(target=_send, daemon=True,
                                 args=(target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
                for i in range(connections)]
-    sampler = None
+    sampler, started, ready_at, stopped = None, None, None, False
     try:
         for t in threads:  # each prepares its socket, then sleeps until the start
             t.start()
@@ -297,6 +298,8 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
         ready_at = time.time()
         for t in threads:
             t.join()
+    except Stopped:  # by the agent: the run ended early or timed out; what was sampled is reported
+        stopped = True
     finally:
         if sampler is not None:  # none yet: nothing was switched
             sampler.stop()  # also on SIGTERM: no path stays backup after the program
@@ -306,12 +309,17 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
             for r in results:
                 if "local" in r:
                     r["events"] = pm_events.of_connection(events, r["local"])
+    if stopped:  # connections still sending: each as it is now (its thread may change it meanwhile)
+        results = [{"subflows": list(c.rows), **r} for r, c in zip(results, conns)]
     # The transfer starts with the first connection's SYN (the threads' own start-up is not in it).
     doc = {"started_at": min((r["started_at"] for r in results if "started_at" in r), default=started),
-           "ready_at": ready_at, "connections": results, "switches": sampler.switches}
+           "ready_at": ready_at, "connections": results, "switches": sampler.switches if sampler else []}
     if events_error:
         doc["events_error"] = events_error
-    errors = [r["error"] for r in results if "error" in r] + ([sampler.error] if sampler.error else [])
+    errors = ([STOPPED_ERROR] if stopped else []) + [r["error"] for r in results if "error" in r]
+    errors += [sampler.error] if sampler and sampler.error else []
     if errors:
         doc["error"] = errors[0]
+    if stopped:
+        doc["stopped"] = True
     return doc
