@@ -1,8 +1,8 @@
 """Why a run did not count, one kind per cause, and whose fault each kind is. This table is the
-one rule for what `--resume` runs again: a run the rig failed (a part of it lost or dead) says
-nothing of the network under test and is set aside and run again; a run the network failed
-(a transfer that stalled, timed out or did not complete, a run the judge found invalid) is a
-result and is kept. A run's kind is `failure` in its status.json (docs/campaigns.md, "Whose
+one rule for what `--resume` runs again: a run the rig failed (a part of it lost or dead) or did
+not run as configured (the judge found it invalid) says nothing of the network under test and
+is set aside and run again; a run the network failed (a transfer that stalled, timed out or did
+not complete) is a result and is kept. A run's kind is `failure` in its status.json (docs/campaigns.md, "Whose
 fault a failed run is")."""
 
 from __future__ import annotations
@@ -31,8 +31,8 @@ KINDS: dict[str, Kind] = {
     "stalled": Kind(False, False, "a transfer made no progress for the stall bound"),
     "lagged": Kind(False, False, "invalid only because an emulator lagged: run again at once, up to "
                                  "limits.lag_retries, never by --resume"),
-    "invalid": Kind(False, False, "the judge found the run not as configured (fallback, a path not joined, "
-                                  "another CC, a cwnd over the limit)"),
+    "invalid": Kind(True, False, "the judge found the run not as configured (fallback, a path not joined, "
+                                 "another CC, a cwnd over the limit): no evidence of the network"),
 }
 # Errors a transfer program reports of its own machinery, not of its connections.
 OWN_ERRORS = ("sampler:", "loss-aware policy:")

@@ -72,7 +72,7 @@ def test_a_judged_runs_kind(status, ended_by, dead, timed_out, lagged, kind):
 def test_resume_sets_aside_exactly_the_rigs_failures(tmp_path):
     plan = expand(parse_campaign(SMALL_CAMPAIGN, "t"))
     store = CampaignStore.create(tmp_path, plan, SMALL_CAMPAIGN, {})
-    kinds = {"program_died": True, "emulator_exited": True, "stalled": False, "timed_out": False, "invalid": False}
+    kinds = {"program_died": True, "emulator_exited": True, "stalled": False, "timed_out": False, "invalid": True}
     for run, kind in zip(plan.runs, kinds):
         record = run_record(run, "stalled" if kind == "stalled" else "invalid" if kind == "invalid" else "failed")
         record.details["failure"] = kind
