@@ -68,7 +68,10 @@ def test_a_forked_transfer_is_stopped_and_found_as_a_stray():
     agent_cmdline = ["python3", "-I", "rig_agent.py"]  # what a forked child's command line is
     assert _is_ours(agent_cmdline, _comm(sink)) and not _is_ours(agent_cmdline, "python3")
     sink.stop()
-    assert sink.done.wait(5) and sink.result["rc"] == -15  # TERM, as a started program
+    # TERM after its handler (set before it listens): it reports what it has, marked stopped, and
+    # exits 143, as a started program (rig_node.stopping)
+    assert sink.done.wait(5) and sink.result["rc"] == 143, sink.result
+    assert json.loads(sink.result["stdout"])["stopped"]
     assert not listening(port)
     assert set(forked.NAMES) == {"rig-sink", "rig-source"}
 
