@@ -32,6 +32,8 @@
 #include <mptcpd/plugin.h>
 #include <mptcpd/types.h>
 
+#include "sockaddrs.h"
+
 #define RETAKE_FIRST_S_MS 200 // the agent's link_up puts the radio's routes back within this
 #define RETAKE_EVERY_S 1
 #define RETAKE_TRIES 10
@@ -71,64 +73,6 @@ struct retake {
 static struct l_queue *conns;
 static struct l_queue *retakes;
 static struct mptcpd_pm *the_pm;
-
-// -- addresses -----------------------------------------------------------------------------
-
-static socklen_t sa_len(struct sockaddr const *sa)
-{
-        return sa->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in);
-}
-
-static void sa_copy(struct sockaddr_storage *to, struct sockaddr const *from, bool port)
-{
-        memset(to, 0, sizeof(*to));
-        memcpy(to, from, sa_len(from));
-        if (!port) {
-                if (from->sa_family == AF_INET6)
-                        ((struct sockaddr_in6 *) to)->sin6_port = 0;
-                else
-                        ((struct sockaddr_in *) to)->sin_port = 0;
-        }
-}
-
-static in_port_t sa_port(struct sockaddr const *sa)
-{
-        return sa->sa_family == AF_INET6 ? ((struct sockaddr_in6 const *) sa)->sin6_port
-                                         : ((struct sockaddr_in const *) sa)->sin_port;
-}
-
-static void sa_set_port(struct sockaddr_storage *sa, in_port_t port)
-{
-        if (sa->ss_family == AF_INET6)
-                ((struct sockaddr_in6 *) sa)->sin6_port = port;
-        else
-                ((struct sockaddr_in *) sa)->sin_port = port;
-}
-
-// Same family and address, ports ignored.
-static bool sa_same_host(struct sockaddr const *a, struct sockaddr const *b)
-{
-        if (a->sa_family != b->sa_family)
-                return false;
-        if (a->sa_family == AF_INET6)
-                return !memcmp(&((struct sockaddr_in6 const *) a)->sin6_addr,
-                               &((struct sockaddr_in6 const *) b)->sin6_addr, sizeof(struct in6_addr));
-        return ((struct sockaddr_in const *) a)->sin_addr.s_addr == ((struct sockaddr_in const *) b)->sin_addr.s_addr;
-}
-
-static bool sa_same(struct sockaddr const *a, struct sockaddr const *b)
-{
-        return sa_same_host(a, b) && sa_port(a) == sa_port(b);
-}
-
-static char const *sa_str(struct sockaddr const *sa, char *buf, size_t n)
-{
-        void const *a = sa->sa_family == AF_INET6 ? (void const *) &((struct sockaddr_in6 const *) sa)->sin6_addr
-                                                  : (void const *) &((struct sockaddr_in const *) sa)->sin_addr;
-        return inet_ntop(sa->sa_family, a, buf, n) ? buf : "?";
-}
-
-#define SA(x) ((struct sockaddr const *) (x))
 
 // -- connections ---------------------------------------------------------------------------
 
