@@ -60,7 +60,11 @@ def _path(run: Run, radio: str, campaign: Campaign) -> tuple[float, float]:
         rate = min(wifi_alone, wifi_medium / n / (2 if run.setup == "III" else 1))
     else:
         rate = min(lte.rate_bps, lte.medium_rate_bps / n / hairpin)
-        if run.setup == "III":
+        # Past the core, Setups II and III deliver LTE's data over the receivers' WiFi: AP3's BSS
+        # (Setup II) or AP2's, which the WiFi path shares (Setup III).
+        if run.setup == "II":
+            rate = min(rate, wifi_alone, wifi_medium / n)
+        elif run.setup == "III":
             rate = min(rate, wifi_medium / n / 2)
     profiles = {"wifi": wifi, "lte": lte}
     rtt_ms, loss = 0.0, 0.0

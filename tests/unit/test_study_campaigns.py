@@ -135,3 +135,16 @@ def test_seed_002s_twins_differ_only_in_repetitions_and_timeout(stem):
     assert twin == lab
     comment = twin_path.read_text().split("\nname:")[0]
     assert "20 repetitions" in comment and "bootstrap" in comment and "rig campaign plan" in comment
+
+
+def test_every_twin_runs_what_its_findings_need():
+    """A twin plans at least the valid runs per condition that its study's claims need, so
+    `rig findings` over a whole twin can give every claim a verdict."""
+    from rig.findings.model import load_findings
+
+    for path in sorted((CAMPAIGNS / "findings").glob("seed*.yaml")):
+        findings = load_findings(path)
+        for claim in findings.claims:
+            for name in claim.campaigns:
+                twin = load_campaign(CAMPAIGNS / f"{name}-emulated.yaml")
+                assert twin.repetitions >= (claim.min_runs or findings.min_runs), (path.name, claim.id, name)
