@@ -20,7 +20,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from rig.model.spec import Limits  # noqa: E402
-from rig.run.joins import connection_subflows, join_bound_s  # noqa: E402
+from rig.run.joins import connection_subflows, fully_established_s, join_bound_s  # noqa: E402
 from rig.store.reader import CampaignDir  # noqa: E402
 
 
@@ -46,7 +46,7 @@ def main(dirs: list[str]) -> None:
                     joins = [r for r in rows if not r["initial"] and r["established_s"] is not None]
                     if initial is None or not joins:
                         continue
-                    established = next((e["t"] - conn["started_at"] for e in conn["events"] if e["event"] == "established"), None)
+                    established = fully_established_s(conn)
                     if established is not None:
                         full.append(established - initial["established_s"])
                     for r in joins:

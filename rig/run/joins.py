@@ -71,19 +71,26 @@ def connection_subflows(conn: dict, paths: dict[tuple[str, str], str]) -> list[d
         r["bytes_acked"] = acked
         if rtt_ms and (r["min_rtt_ms"] is None or rtt_ms < r["min_rtt_ms"]):
             r["min_rtt_ms"] = rtt_ms
-    _ready(rows.values(), events, start)
+    _ready(rows.values(), events, start, fully_established_s(conn))
     never = float("inf")
     return sorted(rows.values(), key=lambda r: (never if r["established_s"] is None else r["established_s"], r["local"]))
 
 
-def _ready(rows, events: list[dict], start: float) -> None:
+def fully_established_s(conn: dict) -> float | None:
+    """When the connection was fully established (its `established` event), seconds after it
+    started; None when the sender saw no such event."""
+    return next((e["t"] - conn["started_at"] for e in conn.get("events") or [] if e["event"] == "established"), None)
+
+
+def _ready(rows, events: list[dict], start: float, established: float | None) -> None:
     """Each joined subflow's `ready_s`: when its connection's path manager could first open it
     (see the module's text), after the connection's first SYN; the connection's creation when the
     sender saw no `established` event."""
     initial = next((r for r in rows if r["initial"]), None)
     if initial is None:
         return
-    established = next((e["t"] - start for e in events if e["event"] == "established"), initial["established_s"])
+    if established is None:
+        established = initial["established_s"]
     announced: dict[str, float] = {}
     for e in events:
         if e["event"] == "announced" and "remote" in e:
