@@ -50,7 +50,7 @@ def main(dirs: list[str]) -> None:
                     if established is not None:
                         full.append(established - initial["established_s"])
                     for r in joins:
-                        bound = join_bound_s(conn, r["established_s"], limits)
+                        bound = join_bound_s(conn, r["established_s"], limits, joined=r["local"])
                         after_ready.append(r["established_s"] - r["ready_s"])
                         after_created.append(r["established_s"] - initial["established_s"])
                         late += established is not None and r["ready_s"] - established > 1.0

@@ -12,7 +12,8 @@ connection fully established (its first data acknowledged: the `established` eve
 to the connection's first remote address, and the arrival of the receiver's ADD_ADDR (the
 `announced` event) for a path to an announced one. A connection whose path was not established
 within max(join_min_s, join_rtts x RTT) of that moment is invalid whatever its length (RTT: the
-largest smoothed RTT its subflows showed until then, queues included), plus TCP's SYN timeouts
+largest smoothed RTT its subflows showed until then, queues included, or the joined subflow's
+own first one, from its handshake over its path, if larger), plus TCP's SYN timeouts
 (1 s, doubling) for each SYN its sender retransmitted in the run (a join SYN lost on a busy
 medium is the network's). The time to that moment is the network's: a first window queued on a
 busy medium delays full establishment, an ADD_ADDR lost there waits for its retransmission; the
@@ -109,13 +110,20 @@ SYN_TIMEOUT_S = 1.0  # TCP's initial retransmission timeout (RFC 6298), doubling
 SYN_TRIES_ALLOWED = 3  # beyond 1 + 2 + 4 s a path that does not join is not waiting for a lost SYN
 
 
-def join_bound_s(conn: dict, until_s: float, limits: Limits, syn_retransmits: int = 0) -> float:
+def join_bound_s(conn: dict, until_s: float, limits: Limits, syn_retransmits: int = 0,
+                 joined: str | None = None) -> float:
     """max(join_min_s, join_rtts x the largest smoothed RTT any of the connection's subflows
     showed until `until_s` after its first SYN: the round trips as they were while the path
     manager worked, queues included: an ADD_ADDR waits in them like any segment), plus the SYN
-    timeouts of the sender's retransmitted SYNs."""
+    timeouts of the sender's retransmitted SYNs. `joined`, the joining subflow's local endpoint:
+    its own first RTT sample counts too, whenever it came: it starts from its handshake's round
+    trip, which the join had to make over its path (a cellular path can be several times slower
+    than the first one; a delay before its SYN left is not in it)."""
     start = conn["started_at"]
-    rtts = [row[6] for row in conn.get("subflows") or [] if row[6] and row[0] - start <= until_s]
+    samples = conn.get("subflows") or []
+    rtts = [row[6] for row in samples if row[6] and row[0] - start <= until_s]
+    own = next((row[6] for row in samples if row[1] == joined and row[6]), None) if joined else None
+    rtts += [own] if own else []
     tries = min(syn_retransmits, SYN_TRIES_ALLOWED)
     return max(limits.join_min_s, limits.join_rtts * max(rtts, default=0.0) / 1000) + SYN_TIMEOUT_S * (2 ** tries - 1)
 
@@ -177,7 +185,7 @@ class PairSubflows:
                 if first["initial"]:
                     continue
                 after = first["established_s"] - first["ready_s"]
-                bound = join_bound_s(conn, first["established_s"], limits, syn_retransmits)
+                bound = join_bound_s(conn, first["established_s"], limits, syn_retransmits, first["local"])
                 if after > bound:
                     return (f"connection {n}: its {_path_name(path)} subflow was established {after:.2f} s after its "
                             f"path manager could open it (bound {bound:.2f} s)")

@@ -293,6 +293,13 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     # RTTs seen only after the join do not widen its bound
     later = [101.5, f"{w}:40000", a, 90000, 90000, 0, 300.0, 10, 2147483647]
     assert "bound 0.50 s" in problem([wifi, _established(100.71, f"{l}:40001", b)], [sample, later])
+    # ... but the joined subflow's own first RTT does: its handshake crossed a path slower than
+    # the first one (a cell edge: 550 ms), and one round trip of it is no late join
+    slow = [101.0, f"{l}:40001", b, 1448, 1448, 0, 550.0, 10, 2147483647]
+    assert problem([wifi, _established(100.71, f"{l}:40001", b)], [sample, slow]) is None
+    # a path manager that opened a fast path late is still the rig's: its handshake was quick
+    quick = [102.0, f"{l}:40001", b, 1448, 1448, 0, 30.0, 10, 2147483647]
+    assert "bound 0.50 s" in problem([wifi, _established(101.9, f"{l}:40001", b)], [sample, quick])
     # a retransmitted SYN waited for TCP's 1 s timeout: the network's, not the rig's
     assert problem([wifi, _established(101.31, f"{l}:40001", b)], syn_retransmits=1) is None
     # the first subflow's own handshake (a SYN lost on a busy medium) is no join: counted from the connection
