@@ -11,9 +11,13 @@ from rig.model.spec import Limits, Run
 from rig.run.transfers import PairTransfer
 from rig.store.columns import STATUSES_WORST_FIRST
 
-# Client-side MIB counters that mean an MPTCP connection fell back to plain TCP.
+# Client-side MIB counters that mean an MPTCP connection fell back to plain TCP, by the names
+# of /proc/net/netstat (kernels since 6.17 count every fallback cause: MPCapableDataFallback,
+# the peer's first packet after the handshake without MPTCP options, and the others below).
 FALLBACK_COUNTERS = ("MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtMPCapableFallbackACK", "MPTcpExtInfiniteMapTx",
-                     "MPTcpExtInfiniteMapRx", "MPTcpExtMPFallbackTokenInit", "MPTcpExtDSSFallback")
+                     "MPTcpExtInfiniteMapRx", "MPTcpExtMPFallbackTokenInit", "MPTcpExtDssFallback",
+                     "MPTcpExtDSSCorruptionFallback", "MPTcpExtMPCapableDataFallback", "MPTcpExtMD5SigFallback",
+                     "MPTcpExtSimultConnectFallback")
 
 
 @dataclass

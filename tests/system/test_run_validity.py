@@ -242,6 +242,10 @@ def test_a_kernel_fallback_after_lost_syns_is_a_result_and_a_missing_handshake_i
     assert verdict({"MPTcpExtMPCapableSYNACKRX": 6, "MPTcpExtMPCapableSYNTXDrop": 4}).status == "ok"
     # no such evidence: MPTCP was not in use as configured
     assert verdict({"MPTcpExtMPCapableSYNACKRX": 6}).reason == "s1: connection was not MPTCP (no MP_CAPABLE handshake)"
+    # the handshake done, then the receiver's first packet without MPTCP options (counted since
+    # kernel 6.17): a fallback, named as one, not taken for a missing join
+    assert verdict({"MPTcpExtMPCapableSYNACKRX": 10, "MPTcpExtMPCapableDataFallback": 8}).reason == \
+        "s1: connection fell back to plain TCP (MPCapableDataFallback)"
 
 
 def test_the_networks_a_run_crosses():
