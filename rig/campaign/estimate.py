@@ -56,16 +56,15 @@ def _path(run: Run, radio: str, campaign: Campaign) -> tuple[float, float]:
     # Receivers' side: both interfaces on AP2 in Setup III; in Setup I the LTE data crosses the
     # cell twice, which halves it where both directions share one medium (`links` radios).
     hairpin = 2 if run.setup == "I" and links else 1
+    # A pair's share of a receivers' BSS: AP2 for the WiFi path; past the core, Setup II brings
+    # LTE's data to AP3 and Setup III to AP2, which both paths then share.
+    receivers_bss = min(wifi_alone, wifi_medium / n / (2 if run.setup == "III" else 1))
     if path == "wifi":
-        rate = min(wifi_alone, wifi_medium / n / (2 if run.setup == "III" else 1))
+        rate = receivers_bss
     else:
         rate = min(lte.rate_bps, lte.medium_rate_bps / n / hairpin)
-        # Past the core, Setups II and III deliver LTE's data over the receivers' WiFi: AP3's BSS
-        # (Setup II) or AP2's, which the WiFi path shares (Setup III).
-        if run.setup == "II":
-            rate = min(rate, wifi_alone, wifi_medium / n)
-        elif run.setup == "III":
-            rate = min(rate, wifi_medium / n / 2)
+        if run.setup != "I":
+            rate = min(rate, receivers_bss)
     profiles = {"wifi": wifi, "lte": lte}
     rtt_ms, loss = 0.0, 0.0
     for hop, kind in ((radio, path), _receiver_hop(path, run.setup)):
