@@ -154,7 +154,7 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
     run), its counters and its sampling; each receiver its sampling. Not earlier: the run before's
     connections close after their programs have ended (MPTCP's subflows), and what they send then
     is not this run's. The launch round, whose time is in T0's lead, then only releases the
-    sources. Only what changed is sent. Returns the senders' counters."""
+    sources. Only what changed is sent. Returns every node's MIB counters."""
     receivers = {p.receiver for p in ctx.topo.pairs}
     ssthresh = ctx.settings.tcp.initial_ssthresh or 0  # 0: the kernel's default
     cc_params = bool(ssthresh) or any(op == "cc_params" for _, op in ctx.applied)
@@ -166,7 +166,7 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
             if not prepared:
                 start_sink(ctx, run, a, ctx.port)
                 wait_listening(a, ctx.port)
-            a.batch(sampling(ctx, a.host))
+            counters[a.host] = a.batch({"op": "mib"}, sampling(ctx, a.host))[0]
             return
         ctx.apply(a, "paths", plan=node_plan(ctx.topo, a.host, run.homing, run.backup, ctx.settings.tcp.no_metrics_save,
                                               ctx.settings.manager))
@@ -232,7 +232,7 @@ class Collected:
 
     samples: dict  # host -> interface counter rows
     subflows: list
-    mib_after: dict  # sender -> counters
+    mib_after: dict  # host -> its MIB counters
     clocks: dict  # host -> the clock's offset (none on a shared clock)
     unreachable: dict  # host -> why its agent was lost during the transfer (nothing of it collected)
 
@@ -240,7 +240,7 @@ class Collected:
 def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Collected, RunWatch]:
     """One round, each node in one exchange: its program to its end (a sender's source, a
     receiver's sink, which may take SINK_GRACE_S longer), then at once its samples (sampling
-    stops), a sender's counters, and on the lab the node's clock offset (the transfer's timing is
+    stops), its MIB counters, and on the lab the node's clock offset (the transfer's timing is
     on the nodes' clocks: the offsets bound an FCT's error). A node's interfaces carry only its own
     pair's traffic, so its collection at its own program's end misses nothing of the run. A part
     lost meanwhile (rig.run.watch) stops every node's program at once; every reachable node's
@@ -257,7 +257,7 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
         what = f"{'source' if sender else 'sink'} on {agent.host}"
         ended = wait_program(agent, key, timeout if sender else timeout + transfers.SINK_GRACE_S, watch, what,
                              ctx.port, receives=not sender)
-        requests = [{"op": "unsample"}] + ([{"op": "mib"}] if sender else [])
+        requests = [{"op": "unsample"}, {"op": "mib"}]
         requests += [] if ctx.shared_clock else [{"op": "clock"}]
         return {"wait": ended, **{r["op"]: reply for r, reply in zip(requests, agent.batch(*requests))}}
 
@@ -269,7 +269,7 @@ def finish(ctx: RunContext, run: Run, t0: float) -> tuple[dict[str, dict], Colle
     collected = Collected(
         samples={h: replies[h]["unsample"]["samples"] for h in hosts},
         subflows=of_this_run(subflow_rows({h: replies[h]["unsample"]["ss"] for h in senders}), t0),
-        mib_after={s: replies[s]["mib"] for s in senders},
+        mib_after={h: replies[h]["mib"] for h in hosts},
         clocks={} if ctx.shared_clock else {h: replies[h]["clock"] for h in hosts if h not in unreachable},
         unreachable=unreachable)
     return {h: replies[h]["wait"] for h in hosts}, collected, watch

@@ -11,9 +11,11 @@ from rig.model.spec import Limits, Run
 from rig.run.transfers import PairTransfer
 from rig.store.columns import STATUSES_WORST_FIRST
 
-# Client-side MIB counters that mean an MPTCP connection fell back to plain TCP, by the names
-# of /proc/net/netstat (kernels since 6.17 count every fallback cause: MPCapableDataFallback,
-# the peer's first packet after the handshake without MPTCP options, and the others below).
+# MIB counters that mean an MPTCP connection fell back to plain TCP, by the names of
+# /proc/net/netstat (kernels since 6.17 count every fallback cause: MPCapableDataFallback, the
+# peer's first packet after the handshake without MPTCP options, and the others below). The
+# sender's judge its pair; the receiver's say which end gave up first (MPCapableFallbackACK: it
+# made the connection's socket from a segment without MP_CAPABLE, the ones carrying it lost).
 FALLBACK_COUNTERS = ("MPTcpExtMPCapableFallbackSYNACK", "MPTcpExtMPCapableFallbackACK", "MPTcpExtInfiniteMapTx",
                      "MPTcpExtInfiniteMapRx", "MPTcpExtMPFallbackTokenInit", "MPTcpExtDssFallback",
                      "MPTcpExtDSSCorruptionFallback", "MPTcpExtMPCapableDataFallback", "MPTcpExtMD5SigFallback",
@@ -28,17 +30,23 @@ class Verdict:
     lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
+def _fallbacks(before: dict, after: dict) -> list[str]:
+    return [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if after.get(k, 0) - before.get(k, 0) > 0]
+
+
 def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits,
-                  join_problem: str | None, path_bytes: dict[str, int]) -> tuple[str, str | None]:
+                  join_problem: str | None, path_bytes: dict[str, int],
+                  receiver_fell_back: list[str]) -> tuple[str, str | None]:
     if transfer.timed_out:
         return "failed", f"timed out after {limits.run_timeout_s:g} s ({transfer.error})"
     if transfer.error:
         return "failed", transfer.error  # e.g. "delivered 2810000 of 3000000 bytes"
 
     delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    fell_back = [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
+    fell_back = _fallbacks(before, after)
     if fell_back:
-        return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)})"
+        at_receiver = f"; at the receiver: {', '.join(receiver_fell_back)}" if receiver_fell_back else ""
+        return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)}{at_receiver})"
     # A connection whose MP_CAPABLE SYNs went unanswered is sent on as plain TCP by the kernel
     # (net.mptcp.syn_retrans_before_tcp_fallback): SYNs lost on a busy medium, the network's
     # doing; the run is a result with it counted (runs.parquet's tcp_fallbacks).
@@ -61,7 +69,9 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
               path_bytes: dict[str, dict[str, int]], subflow_problem: str | None = None,
               join_problems: dict[str, str | None] | None = None, ended_by: str | None = None,
               stalled: bool = False) -> Verdict:
-    """crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
+    """mib_before, mib_after: host -> its MIB counters (a sender's judge its pair; a receiver's,
+    where given, name its part in a fallback);
+    crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
     path_bytes: sender -> what left each of its radios in use (role -> bytes);
     join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins);
     ended_by: the part whose loss ended the run early on every node (rig.run.watch), or None: the
@@ -70,8 +80,10 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     complete are `stalled`, a result of the network under test, not a failure of the rig."""
     judged = []
     for p in pairs:
+        receiver = p["receiver"]
         status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
-                                       (join_problems or {}).get(p["sender"]), path_bytes.get(p["sender"], {}))
+                                       (join_problems or {}).get(p["sender"]), path_bytes.get(p["sender"], {}),
+                                       _fallbacks(mib_before.get(receiver, {}), mib_after.get(receiver, {})))
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.

@@ -49,6 +49,8 @@ def test_healthy_run_is_ok(one_pair_rig):
     rec = execute_run(ctx, _run())
     assert rec.status == "ok", rec.reason
     assert rec.pairs[0]["bytes_lte"] > 0 and rec.pairs[0]["bytes_wifi"] > 0
+    # every node's MPTCP counters are recorded, the receiver's too
+    assert rec.details["mib_delta"]["r1"]["MPTcpExtMPCapableSYNRX"] >= 1
 
 
 def test_fallback_to_tcp_is_invalid(one_pair_rig):
@@ -57,6 +59,7 @@ def test_fallback_to_tcp_is_invalid(one_pair_rig):
     ctx.sinks_mptcp = False
     rec = execute_run(ctx, _run())
     assert rec.status == "invalid" and "fell back to plain TCP" in rec.reason, rec.reason
+    assert rec.details["mib_delta"]["s1"]["MPTcpExtMPCapableFallbackSYNACK"] >= 1
 
 
 def test_unused_path_is_invalid(one_pair_rig):
@@ -246,6 +249,14 @@ def test_a_kernel_fallback_after_lost_syns_is_a_result_and_a_missing_handshake_i
     # kernel 6.17): a fallback, named as one, not taken for a missing join
     assert verdict({"MPTcpExtMPCapableSYNACKRX": 10, "MPTcpExtMPCapableDataFallback": 8}).reason == \
         "s1: connection fell back to plain TCP (MPCapableDataFallback)"
+    # the receiver's counters, where given, say its part: it made the sockets from segments
+    # without MP_CAPABLE
+    passive = judge_run(run, [pair], {"s1": complete}, {"s1": {}, "r1": {"MPTcpExtMPCapableFallbackACK": 2}},
+                        {"s1": {"MPTcpExtMPCapableSYNACKRX": 10, "MPTcpExtMPCapableDataFallback": 8},
+                         "r1": {"MPTcpExtMPCapableFallbackACK": 10}}, {}, {}, Limits(),
+                        crossed=topology("I", 1).networks_crossed("wifi"), path_bytes={"s1": {"wifi": 10**7}})
+    assert passive.reason == "s1: connection fell back to plain TCP (MPCapableDataFallback; at the receiver: " \
+                             "MPCapableFallbackACK)"
 
 
 def test_the_networks_a_run_crosses():
