@@ -30,8 +30,12 @@ class Verdict:
     lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
-def _fallbacks(before: dict, after: dict) -> list[str]:
-    return [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if after.get(k, 0) - before.get(k, 0) > 0]
+def _delta(before: dict, after: dict) -> dict[str, int]:
+    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
+
+
+def _fallbacks(delta: dict[str, int]) -> list[str]:
+    return [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
 
 
 def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits,
@@ -42,8 +46,8 @@ def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, af
     if transfer.error:
         return "failed", transfer.error  # e.g. "delivered 2810000 of 3000000 bytes"
 
-    delta = {k: after.get(k, 0) - before.get(k, 0) for k in after}
-    fell_back = _fallbacks(before, after)
+    delta = _delta(before, after)
+    fell_back = _fallbacks(delta)
     if fell_back:
         at_receiver = f"; at the receiver: {', '.join(receiver_fell_back)}" if receiver_fell_back else ""
         return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)}{at_receiver})"
@@ -83,7 +87,7 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
         receiver = p["receiver"]
         status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
                                        (join_problems or {}).get(p["sender"]), path_bytes.get(p["sender"], {}),
-                                       _fallbacks(mib_before.get(receiver, {}), mib_after.get(receiver, {})))
+                                       _fallbacks(_delta(mib_before.get(receiver, {}), mib_after.get(receiver, {}))))
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.
