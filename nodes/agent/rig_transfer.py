@@ -18,12 +18,14 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       itself: _sleep_until tells why) and sends
       V bytes over all of them (V // N each, the first takes the rest) or sends for T seconds;
       then closes its side and waits for the receiver to close (it has read everything). Prints
-      {"started_at", "ready_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes",
+      {"started_at", "ready_at", "connections": [{"local", "started_at", "connected_at", "sent_at", "closed_at", "bytes", "mptcp",
       "subflows": [[t, local, remote, bytes_acked, bytes_sent, bytes_retrans, rtt_ms, cwnd, ssthresh], ...]}],
       "events": [{"t", "event", "local", "remote", ...}, ...]}],
       "switches": [{"t", "address", "loss", "action"}, ...]}
       (started_at: just before connect(), which sends the SYN; ready_at: when every connection's
-      socket was prepared and its thread about to wait for --at). The receiver's times are when its
+      socket was prepared and its thread about to wait for --at; mptcp: without --tcp, whether the
+      connection was still MPTCP once it had written everything and had its --paths, false when
+      it fell back to TCP, at the handshake or after it; such a one does not wait for --paths). The receiver's times are when its
       reads returned the bytes.
       --hold: the program and its connections' threads start, then the start time is read from
       stdin (one line, unix time; the node agent's `release` writes it), and only then are the

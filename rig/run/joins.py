@@ -18,7 +18,9 @@ own first one, from its handshake over its path, if larger), plus TCP's SYN time
 medium is the network's). The time to that moment is the network's: a first window queued on a
 busy medium delays full establishment, an ADD_ADDR lost there waits for its retransmission; the
 subflow rows record it (`ready_s`). A path never established is invalid however long the
-connection lived. A joined subflow the scheduler left idle is a result: it has no first data.
+connection lived; a connection that went on as plain TCP (the source's `mptcp` false) has no
+other path, and the judge's fallback checks rule on it. A joined subflow the scheduler left idle
+is a result: it has no first data.
 """
 
 from __future__ import annotations
@@ -176,8 +178,10 @@ class PairSubflows:
             return f"its subflows cannot be checked ({self.events_error})"
         for n, conn, subflows in self.evented:
             created = _created_s(subflows)
-            if conn.get("started_at") is None or created is None:
-                continue  # it never connected, or not as MPTCP: the transfer's error or the fallback checks say so
+            if conn.get("started_at") is None or created is None or conn.get("mptcp") is False:
+                # it never connected, or not as MPTCP, or it went on as plain TCP: the transfer's
+                # error or the judge's fallback checks say so
+                continue
             for path in (s.name for s in self.needed):
                 first = next((r for r in subflows if r["path"] == path and r["established_s"] is not None), None)
                 if first is None:

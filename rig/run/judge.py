@@ -38,16 +38,38 @@ def _fallbacks(delta: dict[str, int]) -> list[str]:
     return [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
 
 
-def _pair_verdict(run: Run, pair: dict, transfer: PairTransfer, before: dict, after: dict, limits: Limits,
+# A connection whose packets after the handshake that carry MP_CAPABLE (the third ACK and the first
+# data) were all lost goes on as plain TCP: the receiver makes its socket from a later segment
+# (MPCapableFallbackACK) and answers without MPTCP options, at which the sender falls back
+# (MPCapableDataFallback). Lost on a busy medium (a starved station's queue expiring them), that is
+# the network's doing, like lost SYNs: the run is a result with it counted (runs.parquet's
+# data_fallbacks), but only where the receivers' own counters account for every such fallback.
+DATA_FALLBACK, LOST_FIRST_PACKETS = "MPTcpExtMPCapableDataFallback", "MPTcpExtMPCapableFallbackACK"
+
+
+def _unexplained_data_fallbacks(pairs: list[dict], deltas: dict[str, dict[str, int]]) -> set[str]:
+    """The senders whose data fallbacks their receiver's counters do not account for (a receiver's
+    count covers all the senders it serves)."""
+    by_receiver: dict[str, list[str]] = {}
+    for p in pairs:
+        by_receiver.setdefault(p["receiver"], []).append(p["sender"])
+    unexplained = set()
+    for receiver, senders in by_receiver.items():
+        fell_back = sum(deltas.get(s, {}).get(DATA_FALLBACK, 0) for s in senders)
+        if fell_back > deltas.get(receiver, {}).get(LOST_FIRST_PACKETS, 0):
+            unexplained.update(senders)
+    return unexplained
+
+
+def _pair_verdict(run: Run, transfer: PairTransfer, delta: dict[str, int], limits: Limits,
                   join_problem: str | None, path_bytes: dict[str, int],
-                  receiver_fell_back: list[str]) -> tuple[str, str | None]:
+                  receiver_fell_back: list[str], data_fallback_explained: bool) -> tuple[str, str | None]:
     if transfer.timed_out:
         return "failed", f"timed out after {limits.run_timeout_s:g} s ({transfer.error})"
     if transfer.error:
         return "failed", transfer.error  # e.g. "delivered 2810000 of 3000000 bytes"
 
-    delta = _delta(before, after)
-    fell_back = _fallbacks(delta)
+    fell_back = _fallbacks({**delta, DATA_FALLBACK: 0} if data_fallback_explained else delta)
     if fell_back:
         at_receiver = f"; at the receiver: {', '.join(receiver_fell_back)}" if receiver_fell_back else ""
         return "invalid", f"connection fell back to plain TCP ({', '.join(fell_back)}{at_receiver})"
@@ -82,12 +104,14 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     reason of every pair that did not complete;
     stalled: it was a transfer that stalled (ended_by says which): the pairs that did not
     complete are `stalled`, a result of the network under test, not a failure of the rig."""
+    deltas = {h: _delta(mib_before.get(h, {}), after) for h, after in mib_after.items()}
+    unexplained = _unexplained_data_fallbacks(pairs, deltas)
     judged = []
     for p in pairs:
-        receiver = p["receiver"]
-        status, reason = _pair_verdict(run, p, transfers[p["sender"]], mib_before[p["sender"]], mib_after[p["sender"]], limits,
-                                       (join_problems or {}).get(p["sender"]), path_bytes.get(p["sender"], {}),
-                                       _fallbacks(_delta(mib_before.get(receiver, {}), mib_after.get(receiver, {}))))
+        sender = p["sender"]
+        status, reason = _pair_verdict(run, transfers[sender], deltas[sender], limits,
+                                       (join_problems or {}).get(sender), path_bytes.get(sender, {}),
+                                       _fallbacks(deltas.get(p["receiver"], {})), sender not in unexplained)
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.

@@ -98,6 +98,11 @@ RUNS: tuple[Column, ...] = (
     Column("tcp_fallbacks", pa.int64(), "pair", "connections the sender's kernel sent on as plain TCP after their "
                                                 "MP_CAPABLE SYNs went unanswered (MPTcpExtMPCapableSYNTXDrop): the "
                                                 "network's doing, the run stays a result", mib="MPTcpExtMPCapableSYNTXDrop"),
+    Column("data_fallbacks", pa.int64(), "pair", "connections the sender's kernel went on with as plain TCP after the "
+                                                 "handshake, their packets carrying MP_CAPABLE (the third ACK, the "
+                                                 "first data) lost (MPTcpExtMPCapableDataFallback; the receiver's "
+                                                 "MPCapableFallbackACK accounts for each): the network's doing, the "
+                                                 "run stays a result", mib="MPTcpExtMPCapableDataFallback"),
     Column("mptcp_rtt_ms", pa.float64(), "subflows", "connection-level MPTCP RTT: the smoothed RTT of all the pair's "
                                                      "subflow samples, each weighted by the bytes its subflow had "
                                                      "acknowledged since its previous sample, ms"),

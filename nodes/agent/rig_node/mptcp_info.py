@@ -24,6 +24,7 @@ SOL_MPTCP = 284
 MPTCP_TCPINFO = 2
 MPTCP_SUBFLOW_ADDRS = 3
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
+TCP_IS_MPTCP = 43  # include/uapi/linux/tcp.h
 
 HEADER = struct.Struct("=IIII")  # struct mptcp_subflow_data: size_subflow_data, num_subflows, size_kernel, size_user
 TCP_INFO_SIZE = 232  # struct tcp_info up to tcpi_rcv_wnd; the kernel copies min(this, its own size)
@@ -148,6 +149,12 @@ def subflows(sock: socket.socket, mptcp: bool = True, names: tuple[str, str] | N
             if e.errno not in (errno.EOPNOTSUPP, errno.ENOPROTOOPT):
                 raise
     return [tcp_subflow(sock, names)]
+
+
+def is_mptcp(sock: socket.socket) -> bool:
+    """Whether the socket is MPTCP now: False for a plain TCP one, and for an MPTCP one that fell
+    back to TCP (at the handshake or after it), whose options pass to its one TCP subflow."""
+    return sock.getsockopt(socket.IPPROTO_TCP, TCP_IS_MPTCP) == 1
 
 
 def stream_socket(tcp: bool = False) -> socket.socket:
