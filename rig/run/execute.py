@@ -319,15 +319,21 @@ def _event_summary(rows: list[dict]) -> dict | None:
             "max_lateness_ms": max(late) if late else None}
 
 
+def counter_deltas(before: dict, after: dict) -> dict[str, int]:
+    """How far each of a node's MIB counters moved during the run (empty: its agent was lost
+    before they were read)."""
+    return {k: after[k] - before.get(k, 0) for k in after}
+
+
 def pair_row(run: Run, p, t: transfers.PairTransfer, report: dict, subflows: joins.PairSubflows, samples: list,
-             mib_before: dict, mib_after: dict, subflow_samples: list[dict]) -> dict:
+             mib_delta: dict[str, int], subflow_samples: list[dict]) -> dict:
     """One pair's row of the run (runs.parquet): its transfer's times and bytes, what left each of
     the sender's interfaces, what was sent more than once, how its subflows were made, and what
     they saw (`subflow_samples`: the pair's transfer_subflows rows; rig.store.path_stats)."""
     sink = report["sink"]
 
     def moved(counter: str) -> int | None:  # None: the sender's agent was lost before its counters were read
-        return mib_after.get(counter, 0) - mib_before.get(counter, 0) if mib_after else None
+        return mib_delta.get(counter, 0) if mib_delta else None
 
     if run.time_based:  # goodput over the duration; a transfer of a time has no completion time
         duration, fct = run.duration_s, None
@@ -417,24 +423,23 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     sources = {s: ended[s] for s in senders}
     sinks = {s: ended[by_sender[s].receiver] for s in senders}
     ctx.ran(max(launched.round_end, transfers.ready_at(sources.values()) or 0.0) - launched.set_at)
+    mib_delta = {h: counter_deltas(mib_before.get(h, {}), after) for h, after in nodes.mib_after.items()}
     reports, pairs, done, paths = {}, [], {}, {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
         paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s], by_sender[s].subflows(run.homing, topo.mode))
-        pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_before[s],
-                              nodes.mib_after[s], transfer_subflow_table({s: reports[s]}, topo).to_pylist()))
+        pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_delta[s],
+                              transfer_subflow_table({s: reports[s]}, topo).to_pylist()))
     marks.append(("collect", time.monotonic()))
 
-    verdict = judge_run(run, pairs, done, mib_before, nodes.mib_after, lags, radios_alive, ctx.limits,
+    verdict = judge_run(run, pairs, done, mib_delta, lags, radios_alive, ctx.limits,
                         crossed=topo.networks_crossed(run.homing), ended_by=watch.why, stalled=watch.stalled,
                         path_bytes={s: {r.role: tx_delta(nodes.samples[s], r.ifname) for r in by_sender[s].used(run.homing)}
                                     for s in senders},
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
-                        join_problems={s: paths[s].problem(ctx.limits,
-                                                           nodes.mib_after[s].get("TcpExtTCPSynRetrans", 0)
-                                                           - mib_before[s].get("TcpExtTCPSynRetrans", 0))
+                        join_problems={s: paths[s].problem(ctx.limits, mib_delta[s].get("TcpExtTCPSynRetrans", 0))
                                        for s in senders})
-    details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_before, prepared)
+    details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_delta, prepared)
     details["failure"] = failures.of_run(verdict.status, watch.kind, not all(radios_alive.values()),
                                          any(t.timed_out for t in done.values()), verdict.lagged)
     if nodes.unreachable:  # what the reachable nodes recorded is kept, as a failed run's
@@ -461,13 +466,12 @@ def stall_evidence(ended: dict[str, dict]) -> dict[str, str]:
 
 
 def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collected, event_rows: list, verdict: Verdict,
-             marks: list, mib_before: dict, prepared: bool) -> dict:
+             marks: list, mib_delta: dict, prepared: bool) -> dict:
     """The run's status.json details: T0 and the senders' start, the transfer's span, the lag,
     the clocks, the events, where the run's time went (and whether its programs were prepared
     during the run before), the MPTCP counters that moved."""
     starts = {s: t.started_at for s, t in done.items() if t.started_at}
     ends = [t.last_byte_at for t in done.values() if t.last_byte_at]
-    mib_after = nodes.mib_after
     return {
         "t0": iso(t0),
         "start_spread_ms": round((max(starts.values()) - min(starts.values())) * 1000, 3) if starts else None,
@@ -482,6 +486,6 @@ def _details(ctx: RunContext, t0: float, done: dict, lags: dict, nodes: Collecte
         "subflow_ccs": ccs_by_host(nodes.subflows),
         "phases_ms": {name: round((t - marks[i][1]) * 1000, 1) for i, (name, t) in enumerate(marks[1:])},
         "prepared": prepared,
-        "mib_delta": {s: {k: mib_after[s][k] - mib_before[s].get(k, 0) for k in mib_after[s]
-                          if k.startswith("MPTcpExt") and mib_after[s][k] != mib_before[s].get(k, 0)} for s in mib_after},
+        "mib_delta": {h: {k: n for k, n in delta.items() if k.startswith("MPTcpExt") and n}
+                      for h, delta in mib_delta.items()},
     }

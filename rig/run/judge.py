@@ -30,10 +30,6 @@ class Verdict:
     lagged: bool = False  # invalid because an emulator lagged, and for nothing else
 
 
-def _delta(before: dict, after: dict) -> dict[str, int]:
-    return {k: after.get(k, 0) - before.get(k, 0) for k in after}
-
-
 def _fallbacks(delta: dict[str, int]) -> list[str]:
     return [k.removeprefix("MPTcpExt") for k in FALLBACK_COUNTERS if delta.get(k, 0) > 0]
 
@@ -90,13 +86,14 @@ def _pair_verdict(run: Run, transfer: PairTransfer, delta: dict[str, int], limit
     return "ok", None
 
 
-def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_before: dict, mib_after: dict,
+def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], mib_delta: dict[str, dict[str, int]],
               lags: dict, radios_alive: dict, limits: Limits, crossed: set[str],
               path_bytes: dict[str, dict[str, int]], subflow_problem: str | None = None,
               join_problems: dict[str, str | None] | None = None, ended_by: str | None = None,
               stalled: bool = False) -> Verdict:
-    """mib_before, mib_after: host -> its MIB counters (a sender's judge its pair; a receiver's,
-    where given, name its part in a fallback);
+    """mib_delta: host -> how far its MIB counters moved in the run (rig.run.execute; a sender's
+    judge its pair; a receiver's, where given, account for its senders' data fallbacks and name
+    its part in a fallback);
     crossed: the radio networks the run's traffic crosses (Topology.networks_crossed);
     path_bytes: sender -> what left each of its radios in use (role -> bytes);
     join_problems: sender -> why a connection lacked one of its subflows in time (rig.run.joins);
@@ -104,14 +101,13 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     reason of every pair that did not complete;
     stalled: it was a transfer that stalled (ended_by says which): the pairs that did not
     complete are `stalled`, a result of the network under test, not a failure of the rig."""
-    deltas = {h: _delta(mib_before.get(h, {}), after) for h, after in mib_after.items()}
-    unexplained = _unexplained_data_fallbacks(pairs, deltas)
+    unexplained = _unexplained_data_fallbacks(pairs, mib_delta)
     judged = []
     for p in pairs:
         sender = p["sender"]
-        status, reason = _pair_verdict(run, transfers[sender], deltas[sender], limits,
+        status, reason = _pair_verdict(run, transfers[sender], mib_delta[sender], limits,
                                        (join_problems or {}).get(sender), path_bytes.get(sender, {}),
-                                       _fallbacks(deltas.get(p["receiver"], {})), sender not in unexplained)
+                                       _fallbacks(mib_delta.get(p["receiver"], {})), sender not in unexplained)
         judged.append({**p, "status": status, "reason": reason})
 
     # Run-wide causes override: they make every pair's numbers untrustworthy.

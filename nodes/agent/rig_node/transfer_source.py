@@ -233,9 +233,11 @@ def _send(target: str, port: int, bind: str | None, cc: str | None, volume: int 
             sent += n
         result["bytes"] = sent
         result["sent_at"] = time.time()
-        if mptcp_info.is_mptcp(s):  # one that fell back to TCP will have no other path
-            conn.await_paths(result["local"], result["started_at"])
-        if not conn.tcp:  # read while open: a fallen-back socket's subflow is gone once closed
+        if not conn.tcp:
+            if mptcp_info.is_mptcp(s):  # one that fell back to TCP will have no other path
+                conn.await_paths(result["local"], result["started_at"])
+            # again, as it may have fallen back while it waited; read while open: a fallen-back
+            # socket's subflow is gone once closed
             result["mptcp"] = mptcp_info.is_mptcp(s)
         s.shutdown(socket.SHUT_WR)
         while s.recv(4096):  # the receiver closes once it has read everything
