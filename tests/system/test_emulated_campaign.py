@@ -285,16 +285,17 @@ def test_a_run_spoiled_only_by_emulator_lag_is_run_again_and_the_attempt_kept(tm
     assert not list((root / "attempts").glob(".partial-*"))
 
 
-def test_a_block_change_restarts_only_the_radio_networks_that_change(emulator, rig_prefix):
+def test_a_block_change_restarts_only_the_radio_networks_that_change(emulator, rig_prefix, monkeypatch):
     """Setup I -> II: AP1 (senders) and AP2 (receivers' A side in both) keep running with their
     TAPs; the cell (receivers' B side in Setup I only) restarts and AP3 starts, side by side;
-    every station TAP is in its host under its name, and every TAP's receive work goes to any
-    CPU (RPS), not only to the emulator's."""
+    every station TAP is in its host under its name, and with RIG_SPREAD_TAP_RECEIVE=1 every
+    TAP's receive work goes to any CPU (RPS), not only to the emulator's."""
     from rig.rigs.emulated import netns
     from rig.rigs.emulated.emulated_rig import EmulatedRig
     from rig.model.block import BlockSettings
     from rig.model.topology import GATEWAY_HOST
 
+    monkeypatch.setenv("RIG_SPREAD_TAP_RECEIVE", "1")
     rig = EmulatedRig(rig_prefix)
     first = BlockSettings("I", "n5", "band7-10mhz", 1, {})
     rig.up(first)
