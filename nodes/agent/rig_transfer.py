@@ -9,7 +9,9 @@ stamps the first and the last, so a volume run's flow completion time is exact.
   rig_transfer.py sink --port P --connections N [--timeout S] [--interval-ms MS] [--tcp]
       Listens (MPTCP) on P, takes N connections, reads each to its end, then prints one JSON
       object: {"connections": [{"peer", "accepted_at", "first_byte_at", "last_byte_at", "bytes",
-      "intervals": [[t, bytes], ...]}, ...]} (bytes read per interval, every MS ms) and exits.
+      "intervals": [[t, bytes], ...], "add_addr_signal"}, ...]} (bytes read per interval, every MS
+      ms; add_addr_signal: the addresses this side announced on the connection, MPTCP_INFO, read
+      at its end, null for plain TCP or a fallback) and exits.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
                          [--cc C] [--at UNIX_TIME | --hold] [--tcp] [--sample-ms MS]
                          [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]

@@ -427,7 +427,8 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
     reports, pairs, done, paths = {}, [], {}, {}
     for s in senders:
         done[s], reports[s] = transfers.pair_transfer(sources[s], sinks[s], run.volume_bytes)
-        paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s], by_sender[s].subflows(run.homing, topo.mode))
+        paths[s] = joins.PairSubflows(reports[s]["source"], by_sender[s], by_sender[s].subflows(run.homing, topo.mode),
+                                      reports[s]["sink"], mib_delta.get(s), mib_delta.get(by_sender[s].receiver))
         pairs.append(pair_row(run, by_sender[s], done[s], reports[s], paths[s], nodes.samples[s], mib_delta[s],
                               transfer_subflow_table({s: reports[s]}, topo).to_pylist()))
     marks.append(("collect", time.monotonic()))
@@ -437,8 +438,7 @@ def execute_run(ctx: RunContext, run: Run, next_run: Run | None = None,
                         path_bytes={s: {r.role: tx_delta(nodes.samples[s], r.ifname) for r in by_sender[s].used(run.homing)}
                                     for s in senders},
                         subflow_problem=problems(nodes.subflows, run.cc, ctx.limits.max_cwnd_packets),
-                        join_problems={s: paths[s].problem(ctx.limits, mib_delta[s].get("TcpExtTCPSynRetrans", 0))
-                                       for s in senders})
+                        join_problems={s: paths[s].problem(ctx.limits) for s in senders})
     details = _details(ctx, t0, done, lags, nodes, event_rows, verdict, marks, mib_delta, prepared)
     details["failure"] = failures.of_run(verdict.status, watch.kind, not all(radios_alive.values()),
                                          any(t.timed_out for t in done.values()), verdict.lagged)

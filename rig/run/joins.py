@@ -18,9 +18,16 @@ own first one, from its handshake over its path, if larger), plus TCP's SYN time
 medium is the network's). The time to that moment is the network's: a first window queued on a
 busy medium delays full establishment, an ADD_ADDR lost there waits for its retransmission; the
 subflow rows record it (`ready_s`). A path never established is invalid however long the
-connection lived; a connection that went on as plain TCP (the source's `mptcp` false) has no
-other path, and the judge's fallback checks rule on it. A joined subflow the scheduler left idle
-is a result: it has no first data.
+connection lived, but for two causes that are the network's:
+- the connection went on as plain TCP (the source's `mptcp` false): it has no other path, and
+  the judge's fallback checks rule on it;
+- its path goes to an address the receiver announced, and the announcement was lost on the way:
+  the receiver's side of the connection announced an address (the sink's `add_addr_signal`,
+  sent again by its kernel while no echo came back), its kernel dropped none unsent
+  (MPTcpExtAddAddrTxDrop), and the sender saw none on this connection while every ADD_ADDR its
+  kernel counted in the run (MPTcpExtAddAddr) was one its connections' events show. The run is
+  a result, with those connections counted (`add_addr_lost`).
+A joined subflow the scheduler left idle is a result: it has no first data.
 """
 
 from __future__ import annotations
@@ -144,19 +151,40 @@ def path_join_s(subflows: list[dict], path: str) -> float | None:
     return round(max(0.0, min(times) - created), 6)
 
 
+def _first(subflows: list[dict], path: str) -> dict | None:
+    """The connection's first subflow established on `path`."""
+    return next((r for r in subflows if r["path"] == path and r["established_s"] is not None), None)
+
+
+def _to_announced(subflows: list[dict], path: Subflow) -> bool:
+    """Whether `path` goes to another receiver address than the connection's first subflow: one
+    the sender learns of from the receiver's ADD_ADDR."""
+    initial = next(r for r in subflows if r["initial"])
+    return str(path.remote.address) != _addr(initial["remote"])
+
+
 def _path_name(path: str) -> str:
     radio, _, side = path.partition("-")
     name = {"lte": "LTE", "wifi": "WiFi", "lte2": "second LTE"}.get(radio, radio)
     return f"{name} -> {side.upper()}" if side else name
 
 
-class PairSubflows:
-    """A sender's report read once: each connection with its subflows (connection_subflows), for
-    the run's subflow_life rows, the judge's join check and the runs table's columns. `needed`:
-    the subflows each connection must have (Pair.subflows), which name the rows' paths."""
+ADD_ADDR_RX = "MPTcpExtAddAddr"  # ADD_ADDRs a host's kernel took (echoes apart)
+ADD_ADDR_TX_DROP = "MPTcpExtAddAddrTxDrop"  # announcements a host's kernel could not send
 
-    def __init__(self, source: dict, pair: Pair, needed: tuple[Subflow, ...]):
+
+class PairSubflows:
+    """A pair's reports read once: each of the sender's connections with its subflows
+    (connection_subflows), for the run's subflow_life rows, the judge's join check and the runs
+    table's columns. `needed`: the subflows each connection must have (Pair.subflows), which name
+    the rows' paths. `sink`, `sender_delta`, `receiver_delta`: the receiver's report and how far
+    each side's MIB counters moved in the run (None: not read), the evidence of a lost
+    announcement (see the module's text)."""
+
+    def __init__(self, source: dict, pair: Pair, needed: tuple[Subflow, ...], sink: dict | None = None,
+                 sender_delta: dict | None = None, receiver_delta: dict | None = None):
         self.pair, self.events_error, self.needed = pair, source.get("events_error"), needed
+        self.sender_delta = sender_delta or {}
         paired = len({s.local for s in needed}) == len(needed)  # one subflow a radio: any remote will do
         paths = {(str(r.address), ""): r.role for r in pair.radios}
         paths.update({(str(s.local.address), "" if paired else str(s.remote.address)): s.name for s in needed})
@@ -165,34 +193,60 @@ class PairSubflows:
                             for n, conn in enumerate(source.get("connections") or [])]
         # those whose path manager events the source could read: the ones joins are judged on
         self.evented = [c for c in self.connections if "events" in c[1]]
+        # the receiver's side of each connection, by the sender's first subflow ("ip:port")
+        self.announced = {c.get("peer"): c.get("add_addr_signal") for c in (sink or {}).get("connections") or []}
+        received = sum(e["event"] == "announced" for _, conn, _ in self.evented for e in conn["events"])
+        self.announcements_traced = (bool(sender_delta) and bool(receiver_delta)  # empty: not read
+                                     and receiver_delta.get(ADD_ADDR_TX_DROP, 0) == 0
+                                     and sender_delta.get(ADD_ADDR_RX, 0) == received)
+        # (connection, path) of each needed path never established for a lost announcement
+        self.lost = {(n, s.name) for n, conn, subflows in self._judged() for s in self.needed
+                     if _first(subflows, s.name) is None and self._announcement_lost(conn, subflows, s)}
+
+    def _announcement_lost(self, conn: dict, subflows: list[dict], path: Subflow) -> bool:
+        """Whether `path` goes to an address the receiver announced on this connection, and no
+        ADD_ADDR of it reached the sender (the module's text gives the evidence)."""
+        if not _to_announced(subflows, path) or not self.announced.get(conn.get("local")):
+            return False
+        remote = str(path.remote.address)
+        heard = any(e["event"] == "announced" and _addr(e.get("remote", "")) == remote for e in conn["events"])
+        return not heard and self.announcements_traced
+
+    def _judged(self):
+        """The connections whose joins are judged: connected as MPTCP with events read (one that
+        never connected, or not as MPTCP, or went on as plain TCP: the transfer's error or the
+        judge's fallback checks say so)."""
+        return [(n, conn, subflows) for n, conn, subflows in self.evented
+                if conn.get("started_at") is not None and _created_s(subflows) is not None
+                and conn.get("mptcp") is not False]
 
     def rows(self) -> list[dict]:
         """The run's subflow_life rows of this pair."""
         return [{"time": conn["started_at"], "host": self.pair.sender, "pair": self.pair.index, "connection": n, **r}
                 for n, conn, subflows in self.connections for r in subflows]
 
-    def problem(self, limits: Limits, syn_retransmits: int = 0) -> str | None:
-        """Why a connection did not have every one of the needed subflows in time, or None.
-        syn_retransmits: the SYNs the sender retransmitted during the run (MIB TcpExtTCPSynRetrans)."""
+    def problem(self, limits: Limits) -> str | None:
+        """Why a connection did not have every one of the needed subflows in time, or None. A
+        join's bound grows with the SYNs the sender retransmitted in the run (TcpExtTCPSynRetrans)."""
         if self.events_error:
             return f"its subflows cannot be checked ({self.events_error})"
-        for n, conn, subflows in self.evented:
-            created = _created_s(subflows)
-            if conn.get("started_at") is None or created is None or conn.get("mptcp") is False:
-                # it never connected, or not as MPTCP, or it went on as plain TCP: the transfer's
-                # error or the judge's fallback checks say so
-                continue
-            for path in (s.name for s in self.needed):
-                first = next((r for r in subflows if r["path"] == path and r["established_s"] is not None), None)
+        syn_retransmits = self.sender_delta.get("TcpExtTCPSynRetrans", 0)
+        for n, conn, subflows in self._judged():
+            for path in self.needed:
+                first = _first(subflows, path.name)
+                if first is None and (n, path.name) in self.lost:
+                    continue
                 if first is None:
-                    return f"connection {n}: its {_path_name(path)} subflow was never established"
+                    unannounced = _to_announced(subflows, path) and self.announced.get(conn.get("local")) == 0
+                    why = " (the receiver announced no address on it)" if unannounced else ""
+                    return f"connection {n}: its {_path_name(path.name)} subflow was never established{why}"
                 if first["initial"]:
                     continue
                 after = first["established_s"] - first["ready_s"]
                 bound = join_bound_s(conn, first["established_s"], limits, syn_retransmits, first["local"])
                 if after > bound:
-                    return (f"connection {n}: its {_path_name(path)} subflow was established {after:.2f} s after its "
-                            f"path manager could open it (bound {bound:.2f} s)")
+                    return (f"connection {n}: its {_path_name(path.name)} subflow was established {after:.2f} s after "
+                            f"its path manager could open it (bound {bound:.2f} s)")
         return None
 
     def summary(self) -> dict:
@@ -205,7 +259,8 @@ class PairSubflows:
         joins = [[path_join_s(subflows, p) for p in needed] for _, _, subflows in self.evented]
         joined = [None if None in after else max(after) for after in joins]
         return {"subflows": min(counts, default=None),
-                "join_s": max(joined) if len(needed) > 1 and joined and None not in joined else None}
+                "join_s": max(joined) if len(needed) > 1 and joined and None not in joined else None,
+                "add_addr_lost": len({n for n, _ in self.lost})}
 
 
 def table(rows: list[dict]) -> pa.Table:

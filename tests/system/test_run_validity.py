@@ -51,6 +51,9 @@ def test_healthy_run_is_ok(one_pair_rig):
     assert rec.pairs[0]["bytes_lte"] > 0 and rec.pairs[0]["bytes_wifi"] > 0
     # every node's MPTCP counters are recorded, the receiver's too
     assert rec.details["mib_delta"]["r1"]["MPTcpExtMPCapableSYNRX"] >= 1
+    # the receiver announced its B address on the connection, and it arrived
+    assert rec.transfers["s1"]["sink"]["connections"][0]["add_addr_signal"] == 1
+    assert rec.pairs[0]["add_addr_lost"] == 0
 
 
 def test_fallback_to_tcp_is_invalid(one_pair_rig):
@@ -67,8 +70,33 @@ def test_unused_path_is_invalid(one_pair_rig):
     # no B address announced: no LTE subflow
     subprocess.run(["ip", "netns", "exec", rig.ns("r1"), "ip", "mptcp", "endpoint", "flush"], check=True)
     rec = execute_run(ctx, _run())
-    assert rec.status == "invalid" and "its LTE subflow was never established" in rec.reason, rec.reason
+    assert rec.status == "invalid" and "its LTE subflow was never established (the receiver announced no address on it)" \
+        in rec.reason, rec.reason
     assert rec.pairs[0]["subflows"] == 1 and rec.pairs[0]["join_s"] is None
+    assert rec.transfers["s1"]["sink"]["connections"][0]["add_addr_signal"] == 0
+
+
+def test_an_announcement_lost_on_the_way_is_the_networks_and_counted(one_pair_rig):
+    """Every ADD_ADDR the receiver sends, and each time its kernel sends it again, is lost before
+    the sender's stack: the connection has no LTE subflow, and the run is a result with it
+    counted; both kernels' counters show it."""
+    rig, ctx = one_pair_rig
+    nft = ["ip", "netns", "exec", rig.ns("s1"), "nft"]
+    subprocess.run(nft + ["-f", "-"], check=True, text=True,
+                   input="table inet lost {\n chain announced {\n  type filter hook prerouting priority raw\n"
+                         "  tcp option mptcp subtype 3 drop\n }\n}\n")
+    try:
+        rec = execute_run(ctx, _run())
+    finally:
+        subprocess.run(nft + ["delete", "table", "inet", "lost"], check=True)
+    assert rec.status == "ok", rec.reason
+    pair = rec.pairs[0]
+    assert pair["add_addr_lost"] == 1 and pair["subflows"] == 1 and pair["join_s"] is None
+    assert pair["add_addr_rx"] == 0 and pair["bytes_received"] == 4_000_000
+    assert rec.transfers["s1"]["sink"]["connections"][0]["add_addr_signal"] == 1
+    # the receiver's kernel sent it again while no echo came back
+    assert rec.details["mib_delta"]["r1"]["MPTcpExtAddAddrTx"] >= 2
+    assert rec.details["mib_delta"]["r1"].get("MPTcpExtEchoAdd", 0) == 0
 
 
 def test_a_short_dual_transfer_has_both_paths_and_their_join_times(one_pair_rig):
@@ -328,7 +356,8 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     limits = Limits()
 
     def problem(events, samples=(sample,), syn_retransmits=0):
-        return PairSubflows(_report(events, list(samples)), pair, pair.subflows("dual", "paired")).problem(limits, syn_retransmits)
+        return PairSubflows(_report(events, list(samples)), pair, pair.subflows("dual", "paired"),
+                            sender_delta={"TcpExtTCPSynRetrans": syn_retransmits}).problem(limits)
 
     # the LTE subflow joined 0.19 s after the connection: ok, whether or not it carried data
     assert problem([wifi, _established(100.2, f"{l}:40001", b)]) is None
@@ -381,6 +410,50 @@ def test_every_path_must_join_within_a_bound_whatever_the_transfers_length():
     # without events the paths cannot be checked: not a valid run either
     assert "cannot be checked" in PairSubflows({"events_error": "MPTCP events: [Errno 1] not permitted",
                                                 "connections": []}, pair, pair.subflows("dual", "paired")).problem(limits)
+
+
+def test_a_path_whose_announcement_never_reached_the_sender_is_the_networks_only_with_the_evidence():
+    """The receiver's ADD_ADDR rides on its pure ACKs, which a busy medium can lose; its kernel
+    sends it again while no echo comes, a few times. When none arrived, the connection has no
+    path to that address: the network's doing, if both kernels' counters account for it."""
+    from rig.run.joins import PairSubflows
+    from rig.model.spec import Limits
+    from rig.model.topology import topology
+
+    pair = topology("II", 1).pairs[0]
+    w, a = f"{pair.radio('wifi').address}", f"{pair.receiver_a.address}:5301"
+    b = f"{pair.receiver_b.address}:5301"
+    wifi = _established(100.01, f"{w}:40000", a, first=True)
+    sample = [100.1, f"{w}:40000", a, 9000, 9000, 0, 20.0, 10, 2147483647]
+    # seen on 802.11a with 50 connections: the receiver sent 17 ADD_ADDRs for its 10
+    # connections, 13 were echoed; one connection heard none of its own
+    sender = {"MPTcpExtAddAddr": 0, "TcpExtTCPSynRetrans": 0}
+    receiver = {"MPTcpExtAddAddrTx": 4, "MPTcpExtEchoAdd": 0, "MPTcpExtAddAddrTxDrop": 0}
+
+    def paths(announced, sender_delta=sender, receiver_delta=receiver, events=(wifi,)):
+        sink = {"connections": [{"peer": f"{w}:40000", "add_addr_signal": announced}]}
+        return PairSubflows(_report(list(events), [sample]), pair, pair.subflows("dual", "paired"), sink,
+                            sender_delta, receiver_delta)
+
+    lost = paths(1)
+    assert lost.problem(Limits()) is None and lost.summary()["add_addr_lost"] == 1
+    assert lost.summary()["subflows"] == 1 and lost.summary()["join_s"] is None
+    # the receiver had no address to announce: the rig's, and the reason says so
+    assert paths(0).problem(Limits()) == \
+        "connection 0: its LTE subflow was never established (the receiver announced no address on it)"
+    # the sender's kernel took an ADD_ADDR no connection's events show: it may have been this one's
+    assert "never established" in paths(1, sender_delta={**sender, "MPTcpExtAddAddr": 1}).problem(Limits())
+    # the receiver's kernel left one unsent (no room in its options): not the network's
+    assert "never established" in paths(1, receiver_delta={**receiver, "MPTcpExtAddAddrTxDrop": 1}).problem(Limits())
+    # either side's counters not read (its agent lost), or no receiver's report: no evidence
+    assert "never established" in paths(1, receiver_delta={}).problem(Limits())
+    assert "never established" in PairSubflows(_report([wifi], [sample]), pair, pair.subflows("dual", "paired"),
+                                               None, sender, receiver).problem(Limits())
+    # announced and heard, never joined: the rig's, whatever the counters
+    heard = paths(1, sender_delta={**sender, "MPTcpExtAddAddr": 1},
+                  events=(wifi, {"t": 100.3, "event": "announced", "remote": b}))
+    assert heard.problem(Limits()) == "connection 0: its LTE subflow was never established"
+    assert heard.summary()["add_addr_lost"] == 0
 
 
 def test_a_full_mesh_needs_each_radio_to_each_receiver_address():

@@ -1,7 +1,7 @@
 """MPTCP sockets: a new one (stream_socket), and a connected socket's subflows as its own kernel
 sees them: for an MPTCP socket each subflow's struct tcp_info (getsockopt SOL_MPTCP/MPTCP_TCPINFO)
 and addresses (MPTCP_SUBFLOW_ADDRS); for a plain TCP socket (or any socket, with `mptcp=False`)
-its TCP_INFO as the one "subflow".
+its TCP_INFO as the one "subflow". Also the connection's path manager counters (MPTCP_INFO).
 
 Both MPTCP options take a struct mptcp_subflow_data header that the caller fills in (its own
 size and the size of one element it wants), so they need a getsockopt whose buffer goes *in* as
@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 IPPROTO_MPTCP = getattr(socket, "IPPROTO_MPTCP", 262)
 SOL_MPTCP = 284
+MPTCP_INFO = 1
 MPTCP_TCPINFO = 2
 MPTCP_SUBFLOW_ADDRS = 3
 TCP_INFO = getattr(socket, "TCP_INFO", 11)
@@ -155,6 +156,24 @@ def is_mptcp(sock: socket.socket) -> bool:
     """Whether the socket is MPTCP now: False for a plain TCP one, and for an MPTCP one that fell
     back to TCP (at the handshake or after it), whose options pass to its one TCP subflow."""
     return sock.getsockopt(socket.IPPROTO_TCP, TCP_IS_MPTCP) == 1
+
+
+# struct mptcp_info (include/uapi/linux/mptcp.h) opens with these u8 counters
+PM_COUNTERS = ("subflows", "add_addr_signal", "add_addr_accepted")
+
+
+def pm_counters(sock: socket.socket) -> dict | None:
+    """The connection's path manager counters as its kernel keeps them (MPTCP_INFO): subflows
+    now, addresses it announced to the peer (ADD_ADDR, each counted once however often it was
+    sent again), announced addresses it accepted. None for a plain TCP socket or one that fell
+    back to TCP."""
+    try:
+        raw = sock.getsockopt(SOL_MPTCP, MPTCP_INFO, 8)
+    except OSError as e:
+        if e.errno in (errno.EOPNOTSUPP, errno.ENOPROTOOPT):
+            return None
+        raise
+    return dict(zip(PM_COUNTERS, raw))
 
 
 def stream_socket(tcp: bool = False) -> socket.socket:

@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from rig_node.mptcp_info import stream_socket
+from rig_node.mptcp_info import pm_counters, stream_socket
 from rig_node.stopping import STOPPED_ERROR, Stopped
 
 CHUNK = 256 * 1024
@@ -45,6 +45,10 @@ def _read_all(conn: socket.socket, peer: str, accepted_at: float, interval_s: fl
         entry["bytes"], entry["last_byte_at"] = total, last
     if intervals:
         intervals[-1][0] = round(last, 6)
+    # whether this side announced its other addresses to the sender: a path to one the sender
+    # never joined is told apart as announced and lost on the way, or never announced
+    counters = pm_counters(conn)
+    entry["add_addr_signal"] = counters["add_addr_signal"] if counters else None
     conn.close()  # the sender waits for this: everything it sent has been read
 
 
