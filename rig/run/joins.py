@@ -22,8 +22,9 @@ connection lived, but for two causes that are the network's:
 - the connection went on as plain TCP (the source's `mptcp` false): it has no other path, and
   the judge's fallback checks rule on it;
 - its path goes to an address the receiver announced, and the announcement was lost on the way:
-  the receiver's side of the connection announced an address (the sink's `add_addr_signal`,
-  sent again by its kernel while no echo came back), its kernel dropped none unsent
+  the receiver's side of the connection announced an address (the sink's `add_addr_signal`),
+  its kernel sent each of its connections' announcements at least once (MPTcpExtAddAddrTx; it
+  sends one again while no echo comes back, until the connection ends) and dropped none unsent
   (MPTcpExtAddAddrTxDrop), and the sender saw none on this connection while every ADD_ADDR its
   kernel counted in the run (MPTcpExtAddAddr) was one its connections' events show. The run is
   a result, with those connections counted (`add_addr_lost`).
@@ -156,13 +157,6 @@ def _first(subflows: list[dict], path: str) -> dict | None:
     return next((r for r in subflows if r["path"] == path and r["established_s"] is not None), None)
 
 
-def _to_announced(subflows: list[dict], path: Subflow) -> bool:
-    """Whether `path` goes to another receiver address than the connection's first subflow: one
-    the sender learns of from the receiver's ADD_ADDR."""
-    initial = next(r for r in subflows if r["initial"])
-    return str(path.remote.address) != _addr(initial["remote"])
-
-
 def _path_name(path: str) -> str:
     radio, _, side = path.partition("-")
     name = {"lte": "LTE", "wifi": "WiFi", "lte2": "second LTE"}.get(radio, radio)
@@ -170,6 +164,7 @@ def _path_name(path: str) -> str:
 
 
 ADD_ADDR_RX = "MPTcpExtAddAddr"  # ADD_ADDRs a host's kernel took (echoes apart)
+ADD_ADDR_TX = "MPTcpExtAddAddrTx"  # ADD_ADDRs a host's kernel sent, each sending again included
 ADD_ADDR_TX_DROP = "MPTcpExtAddAddrTxDrop"  # announcements a host's kernel could not send
 
 
@@ -197,16 +192,26 @@ class PairSubflows:
         self.announced = {c.get("peer"): c.get("add_addr_signal") for c in (sink or {}).get("connections") or []}
         received = sum(e["event"] == "announced" for _, conn, _ in self.evented for e in conn["events"])
         self.announcements_traced = (bool(sender_delta) and bool(receiver_delta)  # empty: not read
+                                     and receiver_delta.get(ADD_ADDR_TX, 0) >= sum(filter(None, self.announced.values()))
                                      and receiver_delta.get(ADD_ADDR_TX_DROP, 0) == 0
                                      and sender_delta.get(ADD_ADDR_RX, 0) == received)
         # (connection, path) of each needed path never established for a lost announcement
         self.lost = {(n, s.name) for n, conn, subflows in self._judged() for s in self.needed
                      if _first(subflows, s.name) is None and self._announcement_lost(conn, subflows, s)}
 
+    def _receiver_announced(self, conn: dict, subflows: list[dict], path: Subflow) -> int | None:
+        """For a path to another receiver address than the connection's first subflow (one the
+        sender learns of from the receiver's ADD_ADDR): how many addresses the receiver's side of
+        the connection announced. None for a path to that first address, or when not reported."""
+        initial = next(r for r in subflows if r["initial"])
+        if str(path.remote.address) == _addr(initial["remote"]):
+            return None
+        return self.announced.get(conn.get("local"))
+
     def _announcement_lost(self, conn: dict, subflows: list[dict], path: Subflow) -> bool:
         """Whether `path` goes to an address the receiver announced on this connection, and no
         ADD_ADDR of it reached the sender (the module's text gives the evidence)."""
-        if not _to_announced(subflows, path) or not self.announced.get(conn.get("local")):
+        if not self._receiver_announced(conn, subflows, path):
             return False
         remote = str(path.remote.address)
         heard = any(e["event"] == "announced" and _addr(e.get("remote", "")) == remote for e in conn["events"])
@@ -237,7 +242,7 @@ class PairSubflows:
                 if first is None and (n, path.name) in self.lost:
                     continue
                 if first is None:
-                    unannounced = _to_announced(subflows, path) and self.announced.get(conn.get("local")) == 0
+                    unannounced = self._receiver_announced(conn, subflows, path) == 0
                     why = " (the receiver announced no address on it)" if unannounced else ""
                     return f"connection {n}: its {_path_name(path.name)} subflow was never established{why}"
                 if first["initial"]:

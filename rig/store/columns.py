@@ -96,9 +96,9 @@ RUNS: tuple[Column, ...] = (
     Column("add_addr_rx", pa.int64(), "pair", "ADD_ADDRs the sender received during the run (MPTcpExtAddAddr)",
            mib="MPTcpExtAddAddr"),
     Column("add_addr_lost", pa.int64(), "pair", "connections of the pair with no subflow to an address the receiver "
-                                                "announced on them: its ADD_ADDR, sent again by its kernel while no "
-                                                "echo came, never reached the sender (rig.run.joins): the network's "
-                                                "doing, the run stays a result"),
+                                                "announced on them: its ADD_ADDR (sent, and sent again while no echo "
+                                                "came, until the connection ended) never reached the sender "
+                                                "(rig.run.joins): the network's doing, the run stays a result"),
     Column("tcp_fallbacks", pa.int64(), "pair", "connections the sender's kernel sent on as plain TCP after their "
                                                 "MP_CAPABLE SYNs went unanswered (MPTcpExtMPCapableSYNTXDrop): the "
                                                 "network's doing, the run stays a result", mib="MPTcpExtMPCapableSYNTXDrop"),

@@ -443,6 +443,9 @@ def test_a_path_whose_announcement_never_reached_the_sender_is_the_networks_only
         "connection 0: its LTE subflow was never established (the receiver announced no address on it)"
     # the sender's kernel took an ADD_ADDR no connection's events show: it may have been this one's
     assert "never established" in paths(1, sender_delta={**sender, "MPTcpExtAddAddr": 1}).problem(Limits())
+    # the receiver's kernel counted no announcement sent (the connection ended before it went
+    # out): nothing was on the way to be lost
+    assert "never established" in paths(1, receiver_delta={**receiver, "MPTcpExtAddAddrTx": 0}).problem(Limits())
     # the receiver's kernel left one unsent (no room in its options): not the network's
     assert "never established" in paths(1, receiver_delta={**receiver, "MPTcpExtAddAddrTxDrop": 1}).problem(Limits())
     # either side's counters not read (its agent lost), or no receiver's report: no evidence

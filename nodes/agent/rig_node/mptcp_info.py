@@ -1,7 +1,7 @@
 """MPTCP sockets: a new one (stream_socket), and a connected socket's subflows as its own kernel
 sees them: for an MPTCP socket each subflow's struct tcp_info (getsockopt SOL_MPTCP/MPTCP_TCPINFO)
 and addresses (MPTCP_SUBFLOW_ADDRS); for a plain TCP socket (or any socket, with `mptcp=False`)
-its TCP_INFO as the one "subflow". Also the connection's path manager counters (MPTCP_INFO).
+its TCP_INFO as the one "subflow". Also the addresses a connection announced (MPTCP_INFO).
 
 Both MPTCP options take a struct mptcp_subflow_data header that the caller fills in (its own
 size and the size of one element it wants), so they need a getsockopt whose buffer goes *in* as
@@ -158,22 +158,20 @@ def is_mptcp(sock: socket.socket) -> bool:
     return sock.getsockopt(socket.IPPROTO_TCP, TCP_IS_MPTCP) == 1
 
 
-# struct mptcp_info (include/uapi/linux/mptcp.h) opens with these u8 counters
-PM_COUNTERS = ("subflows", "add_addr_signal", "add_addr_accepted")
+ADD_ADDR_SIGNAL_AT = 1  # struct mptcp_info (include/uapi/linux/mptcp.h): u8 mptcpi_add_addr_signal
 
 
-def pm_counters(sock: socket.socket) -> dict | None:
-    """The connection's path manager counters as its kernel keeps them (MPTCP_INFO): subflows
-    now, addresses it announced to the peer (ADD_ADDR, each counted once however often it was
-    sent again), announced addresses it accepted. None for a plain TCP socket or one that fell
-    back to TCP."""
+def announced_addresses(sock: socket.socket) -> int | None:
+    """How many addresses the connection's path manager announced to the peer (ADD_ADDR; each
+    counted once however often it was sent), from MPTCP_INFO. None for a plain TCP socket or one
+    that fell back to TCP."""
     try:
         raw = sock.getsockopt(SOL_MPTCP, MPTCP_INFO, 8)
     except OSError as e:
         if e.errno in (errno.EOPNOTSUPP, errno.ENOPROTOOPT):
             return None
         raise
-    return dict(zip(PM_COUNTERS, raw))
+    return raw[ADD_ADDR_SIGNAL_AT]
 
 
 def stream_socket(tcp: bool = False) -> socket.socket:

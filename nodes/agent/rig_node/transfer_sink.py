@@ -7,7 +7,7 @@ import socket
 import threading
 import time
 
-from rig_node.mptcp_info import pm_counters, stream_socket
+from rig_node.mptcp_info import announced_addresses, stream_socket
 from rig_node.stopping import STOPPED_ERROR, Stopped
 
 CHUNK = 256 * 1024
@@ -47,8 +47,7 @@ def _read_all(conn: socket.socket, peer: str, accepted_at: float, interval_s: fl
         intervals[-1][0] = round(last, 6)
     # whether this side announced its other addresses to the sender: a path to one the sender
     # never joined is told apart as announced and lost on the way, or never announced
-    counters = pm_counters(conn)
-    entry["add_addr_signal"] = counters["add_addr_signal"] if counters else None
+    entry["add_addr_signal"] = announced_addresses(conn)
     conn.close()  # the sender waits for this: everything it sent has been read
 
 
