@@ -7,9 +7,7 @@ from pathlib import Path
 
 import click
 
-from rig.core.errors import InputError
-
-BEGIN, END = "<!-- findings:begin -->", "<!-- findings:end -->"
+from rig.findings.block import BEGIN, END, kept_from, read_block
 
 
 def _checked_dir(path: Path) -> Path:
@@ -18,18 +16,6 @@ def _checked_dir(path: Path) -> Path:
     if (path / "datapackage.json").is_file() and (path / "data" / "runs.parquet").is_file():
         return path  # an exported dataset
     return campaign_dir(path, "RESULTS_DIR", needs=("runs.parquet",), optional=("plan.json", "metadata.json"))
-
-
-def _markers(path: Path) -> tuple[str, str, str]:
-    try:
-        text = path.read_text()
-    except OSError as e:
-        raise InputError(str(path), "--update", e.strerror or str(e)) from None
-    if text.count(BEGIN) != 1 or text.count(END) != 1 or text.index(BEGIN) > text.index(END):
-        raise InputError(str(path), "--update", f"needs one line {BEGIN} and, after it, one line {END}")
-    head, rest = text.split(BEGIN, 1)
-    _, tail = rest.split(END, 1)
-    return head, tail, text
 
 
 @click.command()
@@ -48,8 +34,7 @@ def findings(results_dirs: tuple[Path, ...], files: tuple[Path, ...], markdown: 
     dirs = [_checked_dir(d) for d in results_dirs]
     paths = list(files) or shipped()
     loaded = [(str(p), load_findings(p)) for p in paths]
-    if update is not None:
-        head, tail, _ = _markers(update)
+    block = read_block(update) if update is not None else None
     from rig.findings.data import CampaignData  # pyarrow, numpy and the analysis: only for input that passed
     from rig.findings.evaluate import evaluate
     from rig.findings.render import markdown as to_markdown, text_table
@@ -57,12 +42,14 @@ def findings(results_dirs: tuple[Path, ...], files: tuple[Path, ...], markdown: 
     data = CampaignData.read(dirs)
     verdicts = evaluate(loaded, data)
     if markdown or update is not None:
-        argv = [*map(str, results_dirs), *(x for f in files for x in ("--findings", str(f))),
+        kept = kept_from(block.body).without(set(data)) if block else None
+        argv = [*(kept.directories() if kept else []), *map(str, results_dirs),
+                *(x for f in files for x in ("--findings", str(f))),
                 *(["--update", str(update)] if update is not None else ["--markdown"])]
-        text = to_markdown(verdicts, {f.study: f.title for _, f in loaded}, argv)
+        text = to_markdown(verdicts, {f.study: f.title for _, f in loaded}, argv, kept)
         if update is not None:
             tmp = update.with_name(f".{update.name}.tmp{os.getpid()}")
-            tmp.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+            tmp.write_text(f"{block.head}{BEGIN}\n{text}\n{END}{block.tail}")
             os.replace(tmp, update)
             click.echo(f"findings: {update}")
         else:

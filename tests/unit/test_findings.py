@@ -269,6 +269,51 @@ def test_cli_table_and_update(tmp_path):
     assert text.endswith("<!-- findings:end -->\nafter\n") and "| single-tcp-rate |" in text
 
 
+def test_an_update_keeps_the_rows_of_campaigns_not_given(tmp_path):
+    """Twins run on different days add up: each --update writes the campaigns given and keeps the
+    others' rows with their directories, so the block's command, given every directory it names,
+    writes the same block; a campaign given again replaces its rows."""
+    claims = tmp_path / "claims.yaml"
+    claims.write_text(CLAIMS)
+    a = write_findings_campaign(tmp_path, "seed002-standards", _dual_runs())
+    b = write_findings_campaign(tmp_path, "seed002-homing-buffer", _lia_runs())
+
+    def update(doc, *dirs):
+        doc.parent.mkdir(exist_ok=True)
+        if not doc.exists():
+            doc.write_text("before\n<!-- findings:begin -->\n<!-- findings:end -->\nafter\n")
+        subprocess.run([sys.executable, "-m", "rig", "findings", *map(str, dirs), "--findings", str(claims), "--update", str(doc)],
+                       cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, check=True)
+        return doc.read_text()
+
+    one_by_one = (update(tmp_path / "doc.md", a), update(tmp_path / "doc.md", b))[1]
+    assert one_by_one == update(tmp_path / "docs" / "doc.md", a, b).replace("/docs/doc.md", "/doc.md")
+    assert f"`rig findings {a} {b} --findings" in one_by_one and "Not yet evaluated" not in one_by_one.split("conn-trend")[1]
+    import shutil
+
+    shutil.rmtree(a)  # gone from this host: its rows stay, named by its directory
+    assert update(tmp_path / "doc.md", b) == one_by_one
+    again = write_findings_campaign(tmp_path, "seed002-standards", [{**r, "goodput_bps": r["goodput_bps"] * (0.5 if r["cc"] == "cubic" else 1)}
+                                                                     for r in _dual_runs()], campaign_id="20261102T010000Z")
+    text = update(tmp_path / "doc.md", again)
+    assert f"`rig findings {b} {again} --findings" in text and str(a) not in text
+    line = next(x for x in text.splitlines() if x.startswith("| cubic-over-lia |"))
+    assert "**not held**" in line and text.count("| cubic-over-lia |") == 1
+
+
+def test_a_kept_row_leaves_when_its_claim_reads_otherwise(tmp_path, findings):
+    from rig.findings.block import kept_from
+
+    d = write_findings_campaign(tmp_path, "seed002-standards", _dual_runs())
+    first = markdown(evaluate([("t", findings)], CampaignData.read([d])), {"002": "test"}, [str(d), "--markdown"])
+    reworded = parse_findings(CLAIMS.replace("id: lia-rate, quote: q", "id: lia-rate, quote: other words"), "test.yaml")
+    kept = kept_from(first)
+    assert kept.dirs == {"seed002-standards": [str(d)]}
+    text = markdown(evaluate([("t", reworded)], {}), {"002": "test"}, [str(d), "--markdown"], kept)
+    assert "| cubic-over-lia |" in text and "| lia-rate |" not in text
+    assert "Not yet evaluated for 3 of the claims (dual-over-best-single, lia-rate, conn-trend)" in text
+
+
 def test_the_report_and_the_export_carry_the_findings(tmp_path):
     from rig.export.bundle import export_campaign
     from rig.report.page import write_report
@@ -307,7 +352,7 @@ def test_a_planned_level_without_valid_runs_keeps_its_row(tmp_path, findings):
 def test_the_docs_tables_are_what_their_command_writes():
     """docs/studies.md's block between the findings lines is rig findings' output: when its command
     names no directories (nothing run yet), writing it again changes nothing."""
-    from rig.findings.cli import BEGIN, END
+    from rig.findings.block import BEGIN, END
 
     text = (REPO / "docs/studies.md").read_text()
     block = text.split(BEGIN, 1)[1].split(END, 1)[0]
