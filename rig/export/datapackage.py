@@ -38,6 +38,7 @@ DESCRIPTIONS = {
     "max_ms": "maximum lag behind wall clock, ms",
     "busy_max_ms": "longest stretch the emulator ran events back to back without going idle, ms",
     "cpu": "cores the emulator process used (mean over the run)",
+    "host_steal": "share of the host's CPU time its hypervisor took (steal) during the run, the same for every network",
     "samples": "number of lag samples in the interval",
     "local": "local address:port of the subflow",
     "remote": "remote address:port of the subflow",

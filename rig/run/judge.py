@@ -144,8 +144,10 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
 
 
 def _busy_note(lag: dict) -> str:
-    """What the lag log says about why: a model that ran flat out, or a host that held it off."""
-    busy, cpu = lag.get("busy_max_ms"), lag.get("cpu")
+    """What the lag log says about why: a model that ran flat out, or a host that held it off
+    (in a virtual machine, its hypervisor's steal: time no task of the host ran)."""
+    busy, cpu, steal = lag.get("busy_max_ms"), lag.get("cpu"), lag.get("host_steal")
     if busy is None or cpu is None:  # NaN became null (older emulator builds)
         return ""
-    return f" (busy up to {busy:.0f} ms at a stretch, {cpu:.2f} core)"
+    stolen = "" if steal is None else f"; the hypervisor took {steal:.0%} of the host's CPU time"
+    return f" (busy up to {busy:.0f} ms at a stretch, {cpu:.2f} core{stolen})"

@@ -29,7 +29,7 @@ def lag_table(lags: dict, t0: float) -> pa.Table:
     rows = [{"time": t0, "network": n, **s} for n, s in lags.items()]
     schema = pa.schema([("time", pa.float64()), ("network", pa.string()), ("samples", pa.int64()),
                         ("p50_ms", pa.float64()), ("p99_ms", pa.float64()), ("max_ms", pa.float64()),
-                        ("busy_max_ms", pa.float64()), ("cpu", pa.float64())])
+                        ("busy_max_ms", pa.float64()), ("cpu", pa.float64()), ("host_steal", pa.float64())])
     return pa.Table.from_pylist(rows, schema=schema)
 
 

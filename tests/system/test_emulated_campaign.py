@@ -278,6 +278,10 @@ def test_a_run_spoiled_only_by_emulator_lag_is_run_again_and_the_attempt_kept(tm
     attempt = root / "attempts" / f"{run_id}.1"
     first = json.loads((attempt / "status.json").read_text())
     assert first["status"] == "invalid" and first["lagged"] and (attempt / "transfers").is_dir()
+    # the host's CPU time its hypervisor took over the run, read from /proc/stat, beside each network's lag
+    steal = {n: s["host_steal"] for n, s in first["lag"].items()}
+    assert len(set(steal.values())) == 1 and 0 <= next(iter(steal.values())) < 1, steal
+    assert "of the host's CPU time)" in first["reason"] and "the hypervisor took" in p.stderr
     final = json.loads((root / "runs" / run_id / "status.json").read_text())
     assert final["status"] == "invalid" and final["lag_retries"] == 1  # retries used up: recorded as it is
     rows = pq.read_table(root / "runs.parquet").to_pylist()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import threading
 import time
+from pathlib import Path
 
 import pyarrow as pa
 
@@ -20,6 +21,14 @@ from rig.run.timeline import Planned
 def _finite(stats: dict) -> dict:
     """A window with no lag samples has no percentiles: null, not NaN, in the JSON."""
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in stats.items()}
+
+
+def cpu_ticks() -> tuple[int, int]:
+    """The host's CPU time so far, all CPUs (clock ticks): (stolen by its hypervisor, total).
+    In a virtual machine a CPU the hypervisor runs something else on is "steal" time: no task
+    here runs then, the emulators at real-time priority included."""
+    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
+    return fields[7], sum(fields)  # user nice system idle iowait irq softirq steal (guest is in user)
 
 
 def pipe_change(item: Planned, tap: str) -> PipeChange:
@@ -41,6 +50,7 @@ class EmulatedRadios:
     def __init__(self, processes: dict[str, RadioProcess], stations: dict, hops: list[dict]):
         self.processes, self.stations, self.hops = dict(processes), dict(stations), hops
         self._changed: dict[str, set[str]] = {}  # network -> TAPs the scheduled events change
+        self._ticks: list[tuple[float, int, int]] = []  # (unix time, stolen, total) at each lag flush
 
     def acts(self, item: Planned) -> bool:
         return True  # every event acts on a station's pipe; the nodes then only follow a path's state
@@ -51,6 +61,7 @@ class EmulatedRadios:
         timer.start()
 
     def flush_lag(self) -> None:
+        self._ticks = [*self._ticks[-15:], (time.time(), *cpu_ticks())]
         for p in self.processes.values():
             p.flush_lag()
 
@@ -59,7 +70,15 @@ class EmulatedRadios:
             p.wait_lag(until)
 
     def lag(self, since: float, until: float) -> dict[str, dict]:
-        return {n: _finite(p.lag(since, until).__dict__) for n, p in self.processes.items()}
+        """Each network's lag over [since, until], with the host's share of CPU time stolen by its
+        hypervisor between the lag flushes nearest those two times (the same for every network)."""
+        steal = math.nan
+        if len(self._ticks) >= 2:
+            a = min(self._ticks, key=lambda t: abs(t[0] - since))
+            b = min(self._ticks, key=lambda t: abs(t[0] - until))
+            if b[2] > a[2]:
+                steal = (b[1] - a[1]) / (b[2] - a[2])
+        return {n: _finite({**p.lag(since, until).__dict__, "host_steal": steal}) for n, p in self.processes.items()}
 
     def alive(self) -> dict[str, bool]:
         return {n: p.alive() for n, p in self.processes.items()}
