@@ -106,6 +106,17 @@ def check_namespaces() -> Check:
     return Check("namespaces + TAP", tun, "ip netns works" + ("" if tun else ", but /dev/net/tun is missing"), "modprobe tun")
 
 
+def check_steal() -> Check:
+    """In a virtual machine: how much CPU time its hypervisor has taken since boot. While it takes
+    any, the emulated rig's runs lag (docs/emulator.md, "Why runs lag")."""
+    from rig.core.hostcpu import cpu_ticks, steal_share
+
+    share = steal_share((0, 0), cpu_ticks()) or 0.0
+    return Check("CPU steal", share < 0.001, f"the hypervisor took {share:.1%} of this host's CPU time since boot",
+                 "emulated runs lag while it does: run campaigns on a host of its own, or at a quieter hour "
+                 "(docs/emulator.md, \"Why runs lag\")", required=False)
+
+
 def check_optional() -> list[Check]:
     netem = _run(["tc", "qdisc", "add", "dev", "lo", "root", "netem", "delay", "0ms"])
     has_netem = netem is not None and netem.returncode == 0
@@ -132,7 +143,7 @@ def check_programs() -> list[Check]:
 
 def run_checks() -> list[Check]:
     return [check_root(), check_mptcp(), *check_ccs(), check_iperf3(), check_emulator(), check_namespaces(),
-            *check_programs(), check_path_manager(), *check_optional()]
+            *check_programs(), check_path_manager(), *check_optional(), check_steal()]
 
 
 # The CCs campaigns use; a node's report lists these, and whatever else its kernel has.

@@ -7,10 +7,10 @@ from __future__ import annotations
 import math
 import threading
 import time
-from pathlib import Path
 
 import pyarrow as pa
 
+from rig.core.hostcpu import cpu_ticks, steal_share
 from rig.model.traces import trace_path
 from rig.rigs.emulated.control import PipeChange
 from rig.rigs.emulated.emulated_rig import station_tap
@@ -21,14 +21,6 @@ from rig.run.timeline import Planned
 def _finite(stats: dict) -> dict:
     """A window with no lag samples has no percentiles: null, not NaN, in the JSON."""
     return {k: None if isinstance(v, float) and math.isnan(v) else v for k, v in stats.items()}
-
-
-def cpu_ticks() -> tuple[int, int]:
-    """The host's CPU time so far, all CPUs (clock ticks): (stolen by its hypervisor, total).
-    In a virtual machine a CPU the hypervisor runs something else on is "steal" time: no task
-    here runs then, the emulators at real-time priority included."""
-    fields = [int(x) for x in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]]
-    return fields[7], sum(fields)  # user nice system idle iowait irq softirq steal (guest is in user)
 
 
 def pipe_change(item: Planned, tap: str) -> PipeChange:
@@ -72,13 +64,12 @@ class EmulatedRadios:
     def lag(self, since: float, until: float) -> dict[str, dict]:
         """Each network's lag over [since, until], with the host's share of CPU time stolen by its
         hypervisor between the lag flushes nearest those two times (the same for every network)."""
-        steal = math.nan
+        steal = None
         if len(self._ticks) >= 2:
             a = min(self._ticks, key=lambda t: abs(t[0] - since))
             b = min(self._ticks, key=lambda t: abs(t[0] - until))
-            if b[2] > a[2]:
-                steal = (b[1] - a[1]) / (b[2] - a[2])
-        return {n: _finite({**p.lag(since, until).__dict__, "host_steal": steal}) for n, p in self.processes.items()}
+            steal = steal_share(a[1:], b[1:])
+        return {n: {**_finite(p.lag(since, until).__dict__), "host_steal": steal} for n, p in self.processes.items()}
 
     def alive(self) -> dict[str, bool]:
         return {n: p.alive() for n, p in self.processes.items()}
