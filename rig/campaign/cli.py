@@ -127,6 +127,8 @@ def plan(file: Path, as_json: bool, shard, shards: int | None) -> None:
 @click.option("--out", type=click.Path(path_type=Path), default=Path("results"), show_default=True, callback=_out_dir,
               help="Directory that holds the campaign directories.")
 @click.option("--resume", is_flag=True, help="Finish the newest interrupted run of this campaign (a new one if none).")
+@click.option("--rerun-lagged", is_flag=True, help="With --resume: run again, each with its lag retries afresh, the "
+              "runs an emulator's lag alone made invalid (on a busier host or hour); their attempts are kept.")
 @click.option("--prefix", default="rig", show_default=True, callback=_prefix,
               help="Name prefix of the emulated rig's namespaces.")
 @click.option("--keep-up", is_flag=True, help="Leave the emulated rig up afterwards.")
@@ -138,7 +140,7 @@ def plan(file: Path, as_json: bool, shard, shards: int | None) -> None:
               "with ansible/nodes.yml) and leave it up; fails if it is not up (with --ssh for --transport ssh).")
 @shard_option
 @click.option("--host-name", help="The name metadata.json records for this host (default: its hostname).")
-def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up: bool, transport: str,
+def run(file: Path, rig_kind: str, out: Path, resume: bool, rerun_lagged: bool, prefix: str, keep_up: bool, transport: str,
         agent_path: str | None, use_running: bool, shard, host_name: str | None) -> None:
     """Execute the campaign in FILE and record every run."""
     from rig.model.campaign import load_campaign
@@ -150,6 +152,8 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
                                                   "are for the emulated rig only")
     if agent_path and transport != "ssh":
         raise InputError("command line", "--agent-path", "only with --transport ssh")
+    if rerun_lagged and not resume:
+        raise InputError("command line", "--rerun-lagged", "only with --resume")
     # A bad file is refused before the runner's machinery (Parquet, the emulator, InfluxDB) is
     # imported; the runner takes the plan and checks the rest before it writes.
     plan = expand(load_campaign(file), str(file))
@@ -166,7 +170,8 @@ def run(file: Path, rig_kind: str, out: Path, resume: bool, prefix: str, keep_up
     else:
         backend = LabBackend(Path(rig_kind))
     try:
-        result = run_campaign(file, out, backend, resume=resume, plan=plan, shard=shard, host_name=host_name)
+        result = run_campaign(file, out, backend, resume=resume, plan=plan, shard=shard, host_name=host_name,
+                              rerun_lagged=rerun_lagged)
     except Stopped as e:
         again = f"rig campaign run {file} --out {out}{f' --shard {shard}' if shard else ''} --resume"
         click.echo(f"stopped by {e}; recorded runs are kept. Continue with: {again}", err=True)

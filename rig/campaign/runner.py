@@ -128,7 +128,7 @@ class _SignalGuard:
 
 
 def prepare(file: Path, out: Path, resume: bool, backend: Backend, plan: Plan | None = None, shard: Shard | None = None,
-            host_name: str | None = None) -> tuple[Campaign, Plan, tuple[Run, ...], CampaignStore, str]:
+            host_name: str | None = None, rerun_lagged: bool = False) -> tuple[Campaign, Plan, tuple[Run, ...], CampaignStore, str]:
     """Validate everything and create (or find) the campaign directory; nothing is written on bad
     input. `plan`: the file's, if the caller has expanded it already (it is not parsed again).
     `shard`: run only its runs (rig.campaign.shards), in a directory of its own (metadata.json
@@ -138,7 +138,7 @@ def prepare(file: Path, out: Path, resume: bool, backend: Backend, plan: Plan | 
     campaign = plan.campaign
     backend.check(campaign, str(file))
     label = str(shard) if shard else None
-    store = CampaignStore.find_resumable(out, plan, label, {r.run_id for r in runs}) if resume else None
+    store = CampaignStore.find_resumable(out, plan, label, {r.run_id for r in runs}, rerun_lagged) if resume else None
     note = f"resuming {store.root}" if store else ""
     if store is None:
         metadata = {**provenance.collect(backend.name), "started_at": utc_now()}
@@ -152,20 +152,25 @@ def prepare(file: Path, out: Path, resume: bool, backend: Backend, plan: Plan | 
 
 
 def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, progress: Progress | None = None,
-                 plan: Plan | None = None, shard: Shard | None = None, host_name: str | None = None) -> CampaignResult:
+                 plan: Plan | None = None, shard: Shard | None = None, host_name: str | None = None,
+                 rerun_lagged: bool = False) -> CampaignResult:
     """Run (or resume) the campaign in `file` on `backend` (rig.rigs.backends); `plan`: the file's,
     when the caller has expanded it already; `shard`: only that shard's runs; `host_name`: the
-    name metadata.json records for this host (default: its hostname)."""
-    campaign, plan, runs, store, note = prepare(file, out, resume, backend, plan, shard, host_name)
+    name metadata.json records for this host (default: its hostname); `rerun_lagged`: a resume
+    also runs again the runs an emulator's lag alone made invalid, each with its lag retries afresh."""
+    campaign, plan, runs, store, note = prepare(file, out, resume, backend, plan, shard, host_name, rerun_lagged)
     resume_hint = f"rig campaign run {file} --out {out}{f' --shard {shard}' if shard else ''} --resume"
     with _disk_full_named(store.root, resume_hint):
         discarded = store.discard_partial()
-        rerun = store.set_aside_rig_faults()
+        lagged = {r.run_id for r in store.dir.recorded() if failures.lagged(r.status())} if rerun_lagged else set()
+        rerun = store.set_aside_rig_faults(rerun_lagged)
         finished = store.finished_ids()
         todo = [r for r in runs if r.run_id not in finished]
         progress = progress or Progress(len(runs), done=len(runs) - len(todo))
         progress.note(note + (f"; redoing interrupted run {', '.join(discarded)}" if discarded else "")
-                      + (f"; running again what the rig's faults failed: {', '.join(rerun)}" if rerun else ""))
+                      + (f"; running again what the rig's faults failed: {', '.join(sorted(set(rerun) - lagged))}"
+                         if set(rerun) - lagged else "")
+                      + (f"; running again {len(lagged)} runs an emulator's lag made invalid" if lagged else ""))
         planned = f"{len(runs)} runs in shard {shard} of {len(plan.runs)}" if shard else f"{len(runs)} runs planned"
         progress.note(f"{planned}, {len(runs) - len(todo)} already recorded, {len(todo)} to run")
 
@@ -201,8 +206,10 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     following = todo[i + 1] if i + 1 < len(todo) else None
                     next_run = following if following is not None and following.radio_key == run.radio_key else None
                     started, t_run = utc_now(), time.monotonic()
+                    kept_before = store.lagged_attempts(run.run_id)
                     try:
                         record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
+                                                     run.run_id in lagged,
                                                      recorder.flush_after)
                     except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
                         if isinstance(e, OSError) and e.errno in DISK_FULL:
@@ -217,7 +224,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     recorder.hold(record)  # written during the next run's transfer (or at the end)
                     counts[record.status] += 1
                     transfer += (record.details.get("transfer_s") or 0.0) + retried_s
-                    retried += record.details["lag_retries"]
+                    retried += record.details["lag_retries"] - kept_before  # this session's
                     if record.details.get("start_spread_ms") is not None:
                         spreads.append(record.details["start_spread_ms"])
                     if faults_in_a_row >= MAX_FAULTS_IN_A_ROW:
@@ -287,14 +294,16 @@ def _failed_record(ctx: RunContext, run: Run, error: Exception, started: str, st
 
 
 def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,
-             during: Callable[[float], None] | None = None):
-    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times):
+             afresh: bool = False, during: Callable[[float], None] | None = None):
+    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times,
+    counting its attempts kept before unless `afresh`: a lagged run resumed with --rerun-lagged):
     the record to keep, and the transfer seconds of the attempts set aside. `during(t0)` is called
     within its (first) transfer."""
     progress.starting(run.run_id)
     t = time.monotonic()
+    spent = store.lagged_attempts(run.run_id) if afresh else 0
     record, retried_s = execute_run(ctx, run, next_run, during), 0.0
-    while record.details.get("lagged") and store.lagged_attempts(run.run_id) < lag_retries:
+    while record.details.get("lagged") and store.lagged_attempts(run.run_id) - spent < lag_retries:
         kept = store.write_attempt(record)
         retried_s += record.details.get("transfer_s") or 0.0
         progress.note(f"{run.run_id}: {record.reason}; running it again (attempt kept as {kept.parent.name}/{kept.name})")

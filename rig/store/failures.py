@@ -30,7 +30,7 @@ KINDS: dict[str, Kind] = {
     "incomplete": Kind(False, False, "a receiver read less than the sender wrote"),
     "stalled": Kind(False, False, "a transfer made no progress for the stall bound"),
     "lagged": Kind(False, False, "invalid only because an emulator lagged: run again at once, up to "
-                                 "limits.lag_retries, never by --resume"),
+                                 "limits.lag_retries; by --resume only with --rerun-lagged"),
     "invalid": Kind(True, False, "the judge found the run not as configured (fallback, a path not joined, "
                                  "another CC, a cwnd over the limit): no evidence of the network"),
 }
@@ -43,6 +43,12 @@ def rigs(status: dict) -> bool:
     the kinds were recorded says so with `lost_component`."""
     kind = KINDS.get(status.get("failure") or "")
     return kind.rigs if kind else bool(status.get("lost_component"))
+
+
+def lagged(status: dict) -> bool:
+    """Whether a recorded run is invalid only because an emulator lagged, its lag retries spent:
+    the host's doing, not the network's (`--resume --rerun-lagged` runs it again)."""
+    return status.get("failure") == "lagged"
 
 
 def restores(kind: str | None) -> bool:

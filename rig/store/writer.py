@@ -123,11 +123,11 @@ class CampaignStore:
 
     @classmethod
     def find_resumable(cls, out: Path, plan: Plan, shard: str | None = None,
-                       run_ids: set[str] | None = None) -> "CampaignStore | None":
+                       run_ids: set[str] | None = None, lagged: bool = False) -> "CampaignStore | None":
         """The newest unfinished campaign directory under `out` with the same plan and the same
         shard (metadata.json's `shard`; None: the whole campaign), unfinished meaning that some of
         `run_ids` (default: the plan's) are not recorded, or that the rig's faults failed one
-        (set_aside_rig_faults). A plan.json or a run's status.json in a format this rig cannot
+        (set_aside_rig_faults; with `lagged`, or an emulator's lag alone). A plan.json or a run's status.json in a format this rig cannot
         read is refused (InputError) before anything is written."""
         wanted = run_ids if run_ids is not None else {r.run_id for r in plan.runs}
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
@@ -141,7 +141,7 @@ class CampaignStore:
             if saved.get("digest") != plan.digest or its_shard != shard:
                 continue
             store.rows()  # reads every recorded run's status.json now, checking its format
-            if not wanted <= store.finished_ids() or store.rig_faults():
+            if not wanted <= store.finished_ids() or store.rig_faults(lagged):
                 return store
         return None
 
@@ -201,15 +201,17 @@ class CampaignStore:
         """How many of them were set aside because the emulator lagged."""
         return sum(1 for a in self.dir.attempts(run_id) if a.status().get("lagged"))
 
-    def rig_faults(self) -> list[RunDir]:
-        """Recorded runs that failed by the rig's fault (rig.store.failures: their `failure` kind)."""
-        return [run for run in self.dir.recorded() if failures.rigs(run.status())]
+    def rig_faults(self, lagged: bool = False) -> list[RunDir]:
+        """Recorded runs that failed by the rig's fault (rig.store.failures: their `failure` kind);
+        with `lagged`, also those invalid only because an emulator lagged (failures.lagged)."""
+        return [run for run in self.dir.recorded()
+                if failures.rigs(run.status()) or (lagged and failures.lagged(run.status()))]
 
-    def set_aside_rig_faults(self) -> list[str]:
-        """The rig_faults, moved to attempts/ like a lagged attempt: they say nothing of the
-        network, and are run again."""
+    def set_aside_rig_faults(self, lagged: bool = False) -> list[str]:
+        """The rig_faults (with `lagged`, the lagged runs too), moved to attempts/ like a lagged
+        attempt: they say nothing of the network, and are run again."""
         moved = []
-        for run in self.rig_faults():
+        for run in self.rig_faults(lagged):
             self.attempts_dir.mkdir(exist_ok=True)
             os.rename(run.path, self.attempts_dir / f"{run.run_id}.{self.attempts(run.run_id) + 1}")
             moved.append(run.run_id)

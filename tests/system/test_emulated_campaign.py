@@ -287,6 +287,16 @@ def test_a_run_spoiled_only_by_emulator_lag_is_run_again_and_the_attempt_kept(tm
     rows = pq.read_table(root / "runs.parquet").to_pylist()
     assert [(r["run_id"], r["lag_retries"]) for r in rows] == [(run_id, 1)]
     assert not list((root / "attempts").glob(".partial-*"))
+    # A resume keeps it (the host's doing, not the rig's); --rerun-lagged runs it again, its
+    # recorded attempt set aside, with its lag retries afresh.
+    again = run_rig("campaign", "run", str(_campaign(tmp_path, LAGGING)), "--out", str(out), "--prefix", rig_prefix,
+                    "--resume", "--rerun-lagged", check=True)
+    assert f"resuming {root}" in again.stderr and "running again 1 runs an emulator's lag made invalid" in again.stderr
+    assert "1 attempts run again because the emulator lagged" in again.stdout
+    assert sorted(a.name for a in (root / "attempts").iterdir()) == [f"{run_id}.{n}" for n in (1, 2, 3)]
+    final = json.loads((root / "runs" / run_id / "status.json").read_text())
+    assert final["status"] == "invalid" and final["lag_retries"] == 3  # every lagged attempt, both sessions
+    assert [r["lag_retries"] for r in pq.read_table(root / "runs.parquet").to_pylist()] == [3]
 
 
 def test_a_block_change_restarts_only_the_radio_networks_that_change(emulator, rig_prefix, monkeypatch):

@@ -88,6 +88,24 @@ def test_resume_sets_aside_exactly_the_rigs_failures(tmp_path):
     assert all(kind in failures.KINDS for kind in kinds)
 
 
+def test_a_lagged_run_is_set_aside_only_when_asked(tmp_path):
+    """An emulator's lag alone (its retries spent) is the host's doing: kept by --resume, run
+    again by --resume --rerun-lagged."""
+    plan = expand(parse_campaign(SMALL_CAMPAIGN, "t"))
+    store = CampaignStore.create(tmp_path, plan, SMALL_CAMPAIGN, {})
+    lagged = run_record(plan.runs[0], "invalid")
+    lagged.details.update(failure="lagged", lagged=True)
+    store.write_run(lagged)
+    for run in plan.runs[1:]:
+        store.write_run(run_record(run, "ok"))
+    assert CampaignStore.find_resumable(tmp_path, plan) is None  # finished, as far as --resume goes
+    assert CampaignStore.find_resumable(tmp_path, plan, lagged=True).root == store.root
+    assert store.set_aside_rig_faults() == []
+    assert store.set_aside_rig_faults(lagged=True) == [plan.runs[0].run_id]
+    assert store.finished_ids() == {r.run_id for r in plan.runs[1:]}
+    assert store.lagged_attempts(plan.runs[0].run_id) == 1
+
+
 def test_a_rig_error_outside_the_transfer_is_one_line_and_whole_in_the_logs(tmp_path):
     """A configuration command that failed with its output: the run's reason is one line, the
     error whole in its logs/; an agent lost is its own kind."""
