@@ -51,6 +51,9 @@ def findings(results_dirs: tuple[Path, ...], files: tuple[Path, ...], markdown: 
             tmp = update.with_name(f".{update.name}.tmp{os.getpid()}")
             tmp.write_text(f"{block.head}{BEGIN}\n{text}\n{END}{block.tail}")
             os.replace(tmp, update)
+            if kept and kept.dirs:
+                click.echo(f"findings: kept as written the rows of {len(kept.dirs)} campaigns not given: "
+                           f"{', '.join(kept.dirs)}", err=True)
             click.echo(f"findings: {update}")
         else:
             click.echo(text)

@@ -282,11 +282,15 @@ def test_an_update_keeps_the_rows_of_campaigns_not_given(tmp_path):
         doc.parent.mkdir(exist_ok=True)
         if not doc.exists():
             doc.write_text("before\n<!-- findings:begin -->\n<!-- findings:end -->\nafter\n")
-        subprocess.run([sys.executable, "-m", "rig", "findings", *map(str, dirs), "--findings", str(claims), "--update", str(doc)],
-                       cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)}, check=True)
+        done = subprocess.run([sys.executable, "-m", "rig", "findings", *map(str, dirs), "--findings", str(claims),
+                               "--update", str(doc)], cwd=REPO, capture_output=True, text=True, env={"PYTHONPATH": str(REPO)},
+                              check=True)
+        said.append(done.stderr)
         return doc.read_text()
 
+    said: list[str] = []
     one_by_one = (update(tmp_path / "doc.md", a), update(tmp_path / "doc.md", b))[1]
+    assert said[1] == "findings: kept as written the rows of 1 campaigns not given: seed002-standards\n"
     assert one_by_one == update(tmp_path / "docs" / "doc.md", a, b).replace("/docs/doc.md", "/doc.md")
     assert f"`rig findings {a} {b} --findings" in one_by_one and "Not yet evaluated" not in one_by_one.split("conn-trend")[1]
     import shutil
