@@ -84,7 +84,7 @@ import sys
 # The agent starts this file with `python -I`, which leaves the script's directory off sys.path;
 # the rig_node package sits beside it (on the boards and in the repository).
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
-from rig_node.stopping import STOPPED_RC, stop_on_sigterm  # noqa: E402
+from rig_node.stopping import STOPPED_ERROR, STOPPED_RC, Stopped, stop_on_sigterm  # noqa: E402
 from rig_node.transfer_sink import sink  # noqa: E402
 from rig_node.transfer_source import source  # noqa: E402
 
@@ -159,13 +159,16 @@ def main(argv: list[str] | None = None) -> int:
         p.error("--loss-aware needs --sample-ms > 0")
     # The agent stops a program with SIGTERM: unwind (the policy restores its paths) and report
     # what it has (rig_node.stopping).
-    stop_on_sigterm()
-    if a.mode == "sink":
-        doc = sink(a.port, a.connections, a.timeout, a.interval_ms / 1000, a.tcp)
-    else:
-        doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
-                     a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold,
-                     tuple(a.paths), a.join_wait_s)
+    try:
+        stop_on_sigterm()
+        if a.mode == "sink":
+            doc = sink(a.port, a.connections, a.timeout, a.interval_ms / 1000, a.tcp)
+        else:
+            doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
+                         a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold,
+                         tuple(a.paths), a.join_wait_s)
+    except Stopped:  # while it was still setting up (the handler itself included), before its own unwinding began
+        doc = {"connections": [], "error": STOPPED_ERROR, "stopped": True}
     print(json.dumps(doc))
     return STOPPED_RC if doc.get("stopped") else 1 if "error" in doc else 0
 
