@@ -209,7 +209,7 @@ def run_campaign(file: Path, out: Path, backend: Backend, resume: bool = False, 
                     kept_before = store.lagged_attempts(run.run_id)
                     try:
                         record, retried_s = _one_run(ctx, run, next_run, progress, store, campaign.limits.lag_retries,
-                                                     run.run_id in lagged,
+                                                     kept_before if run.run_id in lagged else 0,
                                                      recorder.flush_after)
                     except (RigError, OSError) as e:  # a component was lost mid-run: the run failed, the night goes on
                         if isinstance(e, OSError) and e.errno in DISK_FULL:
@@ -294,14 +294,14 @@ def _failed_record(ctx: RunContext, run: Run, error: Exception, started: str, st
 
 
 def _one_run(ctx: RunContext, run: Run, next_run: Run | None, progress: Progress, store: CampaignStore, lag_retries: int,
-             afresh: bool = False, during: Callable[[float], None] | None = None):
-    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times,
-    counting its attempts kept before unless `afresh`: a lagged run resumed with --rerun-lagged):
+             spent: int = 0, during: Callable[[float], None] | None = None):
+    """One run, run again while only the emulator's lag spoiled it (up to `lag_retries` times
+    beyond the `spent` lagged attempts kept before that do not count: a lagged run resumed with
+    --rerun-lagged starts afresh, one killed between attempts does not):
     the record to keep, and the transfer seconds of the attempts set aside. `during(t0)` is called
     within its (first) transfer."""
     progress.starting(run.run_id)
     t = time.monotonic()
-    spent = store.lagged_attempts(run.run_id) if afresh else 0
     record, retried_s = execute_run(ctx, run, next_run, during), 0.0
     while record.details.get("lagged") and store.lagged_attempts(run.run_id) - spent < lag_retries:
         kept = store.write_attempt(record)
