@@ -12,6 +12,7 @@ from dataclasses import replace
 
 import pytest
 
+from fixtures.on_time import on_time
 from rig.rigs.backends import configure_setup
 from rig.model.campaign import Limits, parse_campaign
 from rig.campaign.plan import expand
@@ -68,6 +69,9 @@ def test_wifi_loss_leaves_an_lte_only_run_alone(emulator, rig_prefix, setup):
     assert goodputs["lossy"] >= 0.75 * min(goodputs["clean"], goodputs["clean again"]), goodputs
 
 
+RTT_MARGIN_MS = 1.0  # what the emulator's forwarding may add to a path's configured RTT
+
+
 def _min_rtt_ms(netns: str, src: str, dst: str) -> float:
     out = subprocess.run(["ip", "netns", "exec", netns, "ping", "-n", "-q", "-c", "40", "-i", "0.02", "-I", src, dst],
                          capture_output=True, text=True, timeout=60).stdout
@@ -86,7 +90,9 @@ def _path_rtts(prefix: str, setup: str, imp: dict) -> tuple[dict, dict]:
         for path, sender_hop, receiver_hop, src, dst in (("wifi", "wifi", "receiver_a", p.radio("wifi"), p.receiver_a),
                                                           ("lte", "lte", "receiver_b", p.radio("lte"), p.receiver_b)):
             want[path] = sum(delay[(h, d)] for h in (sender_hop, receiver_hop) for d in ("up", "down"))
-            got[path] = _min_rtt_ms(rig.ns("s1"), str(src.address), str(dst.address))
+            crossed = [rig.radios[end.network] for end in (src, dst)]  # as the judge: only these can distort it
+            got[path] = on_time(crossed, lambda: _min_rtt_ms(rig.ns("s1"), str(src.address), str(dst.address)),
+                                late=lambda ms: ms > want[path] + RTT_MARGIN_MS)
         return want, got
     finally:
         rig.down()
@@ -107,5 +113,5 @@ def test_a_paths_ping_rtt_follows_its_hops_delays(emulator, rig_prefix, setup):
     want, got = _path_rtts(rig_prefix, setup, imp)
     assert want["wifi"] - want0["wifi"] == 10.0  # recorded: 10 ms in place of the profile's 5 ms, both ways
     for path in ("wifi", "lte"):
-        assert want[path] <= got[path] <= want[path] + 1.0, (path, got, want)  # the configured RTT, within 1 ms
+        assert want[path] <= got[path] <= want[path] + RTT_MARGIN_MS, (path, got, want)  # the configured RTT, within 1 ms
         assert abs((got[path] - got0[path]) - (want[path] - want0[path])) <= 1.0, (path, got, got0, want, want0)
