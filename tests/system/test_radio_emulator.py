@@ -89,7 +89,7 @@ def echo_rtts_ms(netns, server_ns: str, client_ns: str, server_addr: str, count:
         time.sleep(0.05)
     def measure() -> list[float]:
         return json.loads(sh(sys.executable, "-c", ECHO_CLIENT, server_addr, str(count), ns=client_ns))
-    return on_time([radio], measure, late) if late else measure()
+    return on_time([radio], measure, late) if radio and late else measure()
 
 
 def link(rate: float, delay: float, **kw) -> Pipe:
@@ -271,12 +271,16 @@ def test_lte_single_ue_uplink_matches_the_srsran_reference(emulator, netns, tmp_
 
 
 def test_impairment_pipes_stack_on_top_of_the_radio(emulator, netns, tmp_path):
-    rtts = {}
+    # The smallest of 20 round trips: how long a frame waits for its uplink grant depends on
+    # where in the cell's grant cycle it arrives, which the added delay moves, and lag too only
+    # adds to some of them (medians came out 22 ms apart where the minima were 20-21 ms apart).
+    lowest = {}
     for extra_s in (0.0, 0.020):
         ue = Station("nsts0", Pipe(0, extra_s), NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
         lte = LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1")
         spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=lte)
         radio, gw, (node,) = cell(spec, netns, tmp_path / str(extra_s))
         with radio:
-            rtts[extra_s] = statistics.median(echo_rtts_ms(netns, gw, node, f"{SUBNET}.1", 8))
-    assert 18 <= rtts[0.020] - rtts[0.0] <= 22, rtts
+            late = None if extra_s == 0.0 else (lambda r: min(r) - lowest[0.0] > 22.0)
+            lowest[extra_s] = min(echo_rtts_ms(netns, gw, node, f"{SUBNET}.1", 20, radio, late=late))
+    assert 18 <= lowest[0.020] - lowest[0.0] <= 22, lowest
