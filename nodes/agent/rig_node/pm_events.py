@@ -19,6 +19,8 @@ import struct
 import threading
 import time
 
+from rig_node.stopping import start_thread
+
 NETLINK_GENERIC, SOL_NETLINK, NETLINK_ADD_MEMBERSHIP = 16, 270, 1
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 0x10, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME, CTRL_ATTR_MCAST_GROUPS = 1, 2, 7
@@ -117,8 +119,7 @@ class Listener:
         self.error: str | None = None
         self._new = threading.Condition()
         self._stop_r, self._stop_w = os.pipe()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._loop)
 
     def _loop(self) -> None:
         try:

@@ -8,7 +8,7 @@ import threading
 import time
 
 from rig_node.mptcp_info import announced_addresses, stream_socket
-from rig_node.stopping import STOPPED_ERROR, Stopped
+from rig_node.stopping import STOPPED_ERROR, Stopped, start_thread
 
 CHUNK = 256 * 1024
 
@@ -67,10 +67,7 @@ def sink(port: int, connections: int, timeout_s: float, interval_s: float, tcp: 
             for _ in range(connections):
                 srv.settimeout(max(0.001, deadline - time.monotonic()))
                 conn, addr = srv.accept()
-                t = threading.Thread(target=_read_all, daemon=True,
-                                     args=(conn, f"{addr[0]}:{addr[1]}", time.time(), interval_s, out, lock))
-                t.start()
-                readers.append(t)
+                readers.append(start_thread(_read_all, conn, f"{addr[0]}:{addr[1]}", time.time(), interval_s, out, lock))
         except OSError as e:  # socket.timeout is an OSError
             error = f"accepted {len(readers)} of {connections} connections: {e}"
         for t in readers:

@@ -14,7 +14,7 @@ import time
 
 from rig_node import mptcp_info, pathpolicy, pm_events
 from rig_node.mptcp_info import stream_socket
-from rig_node.stopping import STOPPED_ERROR, Stopped
+from rig_node.stopping import STOPPED_ERROR, Stopped, start_thread, wait_readable
 
 CHUNK = 256 * 1024
 PR_SET_TIMERSLACK = 29  # prctl(2)
@@ -84,8 +84,7 @@ class Sampler:
         self.switches: list[dict] = []
         self.error: str | None = None
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._loop, daemon=True)
-        self._thread.start()
+        self._thread = start_thread(self._loop)
 
     def _loop(self) -> None:
         if self.period_s <= 0:  # sampling off: the senders' final samples only
@@ -191,6 +190,7 @@ class Start:
 
 def _read_release() -> float | None:
     """A held source's start time: one line on stdin; None at end of input or on a bad line."""
+    wait_readable(sys.stdin.fileno())  # a stop while held is seen here, whenever it came
     try:
         return float(sys.stdin.readline())
     except ValueError:
@@ -285,13 +285,11 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
     results: list[dict] = [{} for _ in range(connections)]
     _exact_timers()  # inherited by the threads below
     start = Start(at, hold)
-    threads = [threading.Thread(target=_send, daemon=True,
-                                args=(target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
-               for i in range(connections)]
+    threads: list[threading.Thread] = []
     sampler, started, ready_at, stopped = None, None, None, False
     try:
-        for t in threads:  # each prepares its socket, then sleeps until the start
-            t.start()
+        for i in range(connections):  # each prepares its socket, then sleeps until the start
+            threads.append(start_thread(_send, target, port, bind, cc, shares[i], seconds, start, conns[i], results[i]))
         if hold:
             start.release(_read_release())
         for c in conns:
