@@ -118,15 +118,8 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     elif ended_by:
         run_reason = ended_by
-    else:
-        # Only the networks the run's packets cross can distort it: an idle one's lag (a late
-        # wake-up with nothing to forward) is recorded but does not judge the run.
-        lagging = [(n, s) for n, s in lags.items()
-                   if n in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
-        if lagging:
-            lag_is_the_reason = True
-            n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
-            run_reason = f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
+    elif lagged := lag_reason(lags, crossed, limits):
+        lag_is_the_reason, run_reason = True, lagged
     if not run_reason and subflow_problem:
         run_reason = subflow_problem
     if ended_by:  # a pair stopped when the run was ended early failed by what ended it, not by its stop
@@ -141,6 +134,18 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
     # Only lag: no pair failed or was invalid on its own account, and nothing else run-wide.
     lagged = lag_is_the_reason and status == "invalid" and all(p["reason"] == run_reason for p in judged)
     return Verdict(status, reason, judged, lagged)
+
+
+def lag_reason(lags: dict[str, dict], crossed: set[str], limits: Limits) -> str | None:
+    """Why the emulators' lag over a run (network -> its lag, as Radios.lag gives it) makes the
+    run invalid, naming the worst network; None if it does not. Only the networks the run's
+    packets cross can distort it: an idle one's lag (a late wake-up with nothing to forward) is
+    recorded but does not judge the run."""
+    lagging = [(n, s) for n, s in lags.items() if n in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+    if not lagging:
+        return None
+    n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
+    return f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
 
 
 def _busy_note(lag: dict) -> str:

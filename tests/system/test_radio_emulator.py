@@ -109,8 +109,9 @@ def test_rtt_is_uplink_plus_downlink_delay(emulator, netns, tmp_path):
     radio, gw, (st,) = star(spec, netns, tmp_path)
     with radio:
         # 25 ms of configured delay plus serialisation of two 98-byte frames (< 0.1 ms)
-        rtts = echo_rtts_ms(netns, gw, st, f"{SUBNET}.1", 10, radio, late=lambda r: statistics.median(r) > 27.0)
-        assert 24.9 <= statistics.median(rtts) <= 27.0, rtts
+        lowest, highest = 24.9, 27.0
+        rtts = echo_rtts_ms(netns, gw, st, f"{SUBNET}.1", 10, radio, late=lambda r: statistics.median(r) > highest)
+        assert lowest <= statistics.median(rtts) <= highest, rtts
 
 
 def test_tcp_throughput_close_to_and_not_above_rate(emulator, netns, tmp_path):
@@ -169,8 +170,9 @@ def test_shared_medium_caps_the_sum_of_two_stations(emulator, netns, tmp_path):
         # station to station is relayed as by an AP: up, then down, both ways: 4 x 5 ms. The
         # smallest of 9 echoes: a host hiccup right after the TCP runs can only add to some of
         # them (seen once in CI on a loaded host: median 24.8 ms, lowest 21.8 ms).
-        rtts = echo_rtts_ms(netns, senders[1], senders[0], f"{SUBNET}.3", 9, radio, late=lambda r: min(r) > 22.0)
-        assert 19.9 <= min(rtts) <= 22.0, rtts
+        lowest, highest = 19.9, 22.0
+        rtts = echo_rtts_ms(netns, senders[1], senders[0], f"{SUBNET}.3", 9, radio, late=lambda r: min(r) > highest)
+        assert lowest <= min(rtts) <= highest, rtts
 
 
 def test_stop_removes_the_taps(emulator, netns, tmp_path):
@@ -274,13 +276,13 @@ def test_impairment_pipes_stack_on_top_of_the_radio(emulator, netns, tmp_path):
     # The smallest of 20 round trips: how long a frame waits for its uplink grant depends on
     # where in the cell's grant cycle it arrives, which the added delay moves, and lag too only
     # adds to some of them (medians came out 22 ms apart where the minima were 20-21 ms apart).
-    lowest = {}
+    lowest, added = {}, (18.0, 22.0)
     for extra_s in (0.0, 0.020):
         ue = Station("nsts0", Pipe(0, extra_s), NO_IMPAIRMENT, address=f"{UE_SUBNET}.2/24")
         lte = LteCell(25, sgi_address=f"{SUBNET}.2/24", sgi_gateway=f"{SUBNET}.1")
         spec = RadioNetworkSpec("cell", "nstgw", (ue,), kind="lte", lte=lte)
         radio, gw, (node,) = cell(spec, netns, tmp_path / str(extra_s))
         with radio:
-            late = None if extra_s == 0.0 else (lambda r: min(r) - lowest[0.0] > 22.0)
+            late = None if extra_s == 0.0 else (lambda r: min(r) - lowest[0.0] > added[1])
             lowest[extra_s] = min(echo_rtts_ms(netns, gw, node, f"{SUBNET}.1", 20, radio, late=late))
-    assert 18 <= lowest[0.020] - lowest[0.0] <= 22, lowest
+    assert added[0] <= lowest[0.020] - lowest[0.0] <= added[1], lowest
