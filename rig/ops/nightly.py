@@ -30,11 +30,7 @@ from rig.campaign.cli import host_cc_problems
 from rig.campaign.plan import load_plan
 from rig.core import process
 from rig.core.errors import InputError, RigError
-from rig.export import export_campaign
-from rig.influx import sink_from_env, sync
 from rig.rigs.lab import load_lab
-from rig.report.page import write_report
-from rig.store.reader import RUNS_TABLE, CampaignDir
 
 NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 STAMP = "%Y%m%d-%H%M%S"
@@ -132,6 +128,8 @@ def run_with_deadline(argv: list[str], timeout_s: float) -> tuple[int, str | Non
 
 def latest_campaign_dir(results: Path, campaign: str) -> Path:
     """The campaign directory the runner just wrote: its runs.parquet is the newest."""
+    from rig.store.reader import RUNS_TABLE, CampaignDir
+
     dirs = [CampaignDir(p.parent) for p in results.glob(f"{campaign}-*/{RUNS_TABLE}")]
     if not dirs:
         raise RigError(f"{results}: the runner left no {campaign}-*/{RUNS_TABLE}")
@@ -160,6 +158,9 @@ def run_nightly(settings: Settings, name: str) -> Path:
     if problems:  # the runner would refuse them after the lock and the results directory
         raise InputError(str(file), *problems[0])
     # imported once the input passed: Parquet, InfluxDB and matplotlib are not needed to refuse it
+    from rig.export import export_campaign
+    from rig.influx import sink_from_env, sync
+    from rig.report.page import write_report
 
     with exclusive_lock(settings.lock):
         settings.results.mkdir(parents=True, exist_ok=True)

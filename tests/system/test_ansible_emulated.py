@@ -78,12 +78,16 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
     assert "coupled CCs runnable" in up.stdout and set(congestion.COUPLED) <= congestion.available(), up.stdout
     inventory = tmp_path / "emu.ini"
     inventory.write_text(run_rig("emu", "inventory", "--prefix", ae_prefix, check=True).stdout)
+    keys = mgmt.SshKeys(STATE_ROOT / ae_prefix)
+    recorded = keys.known_hosts.read_text()
 
     first = nodes_playbook(ae_prefix, inventory, tmp_path)
     second = nodes_playbook(ae_prefix, inventory, tmp_path)
     assert set(first) == set(second) == {"s1", "r1"}, first
     assert all(r["changed"] > 0 and r["failed"] == r["unreachable"] == 0 for r in first.values()), first
     assert all(r["changed"] == 0 and r["failed"] == r["unreachable"] == 0 for r in second.values()), second
+    # The host keys the role read are the ones `rig emu up --ssh` recorded.
+    assert keys.known_hosts.read_text() == recorded
 
     agent_sha = hashlib.sha256((REPO / "nodes" / "agent" / "rig_agent.py").read_bytes()).hexdigest()
     for host in ("s1", "r1"):
@@ -102,7 +106,7 @@ def test_node_role_provisions_emulated_nodes_then_a_campaign_runs_on_them(tmp_pa
     # The runner's key: from the controller only, and it starts the role's agent, nothing else,
     # as an account of its own: no group but its own, no sudo but the agent's command line, its
     # authorized_keys root's; not a key of the provisioning account (root here).
-    runner = " ".join(mgmt.SshKeys(STATE_ROOT / ae_prefix).runner.with_suffix(".pub").read_text().split()[:2])
+    runner = " ".join(keys.runner.with_suffix(".pub").read_text().split()[:2])
     home = "/var/lib/rig-runner"
     for host in ("s1", "r1"):
         assert on_node(ae_prefix, host, f"cat {home}/.ssh/authorized_keys").splitlines() == [

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -23,7 +22,6 @@ from rig.core.errors import RigError
 from rig.rigs.lab import CONTROL_DIR
 from rig.agents.ssh import SshTransport
 
-RECAP = re.compile(r"^(\S+)\s+: ok=(\d+)\s+changed=(\d+)\s+unreachable=(\d+)\s+failed=(\d+)", re.M)
 SETTINGS = BlockSettings("II", "n5", "band7-10mhz", 1, {})
 HELLO = '{"op": "hello"}\n{"op": "quit"}\n'
 
@@ -162,50 +160,6 @@ def test_host_key_checking_is_strict_with_the_rigs_known_hosts(tmp_path):
     opts = " ".join(t.argv("s1", ["true"]))
     assert "StrictHostKeyChecking=yes" in opts and f"UserKnownHostsFile={tmp_path / 'known_hosts'}" in opts
     assert "HostKeyAlias=s1" in opts and "/dev/null" not in opts.replace("GlobalKnownHostsFile=/dev/null", "")
-
-
-PLAYBOOK = """\
-- name: The node role's install tasks (agent, runner key, host key)
-  hosts: nodes
-  become: true
-  tasks:
-    - name: Install
-      ansible.builtin.include_role:
-        name: node
-        tasks_from: install.yml
-"""
-
-
-@pytest.mark.emulated
-def test_node_role_restricts_the_runner_key_and_records_host_keys(tmp_path, emulator, rig_prefix):
-    rig = ssh_up(rig_prefix)
-    keys = mgmt.SshKeys(rig.state_dir)
-    recorded = keys.known_hosts.read_text()
-    inventory = tmp_path / "emu.ini"
-    inventory.write_text(run_rig("emu", "inventory", "--prefix", rig.prefix, check=True).stdout)
-    playbook = tmp_path / "install.yml"
-    playbook.write_text(PLAYBOOK)
-
-    # One node is enough here; tests/system/test_ansible_emulated.py runs the whole role twice on two.
-    p = subprocess.run(["ip", "netns", "exec", rig.ns("mgmt"), BIN / "ansible-playbook", "-i", inventory, playbook, "-l", "s1"],
-                       cwd=ANSIBLE, env=ansible_env(tmp_path), capture_output=True, text=True, timeout=600)
-    recap = RECAP.findall(p.stdout.split("PLAY RECAP", 1)[-1])
-    assert p.returncode == 0 and [r[0] for r in recap] == ["s1"] and int(recap[0][2]) > 0, p.stdout[-4000:] + p.stderr[-2000:]
-
-    shell = rig.ssh_transport(provisioning=True)
-    runner_pub = " ".join(keys.runner.with_suffix(".pub").read_text().split()[:2])
-    auth = subprocess.run(shell.argv("s1", ["cat", f"{mgmt.RUNNER_HOME}/.ssh/authorized_keys"]), capture_output=True,
-                          text=True, timeout=30, check=True).stdout.splitlines()
-    assert auth == [f'from="10.0.0.2",restrict,command="sudo -n /usr/bin/python3 -u -I /opt/rig/rig_agent.py" {runner_pub} rig-runner']
-    root = subprocess.run(shell.argv("s1", ["cat", "/root/.ssh/authorized_keys"]), capture_output=True, text=True,
-                          timeout=30, check=True).stdout
-    assert runner_pub not in root  # the provisioning account's keys are not the runner's
-    # The host keys the role read are the ones `rig emu up --ssh` recorded.
-    assert keys.known_hosts.read_text() == recorded
-
-    # The runner's key now starts the role's agent (/opt/rig, only in the nodes' layers).
-    p = subprocess.run(rig.ssh_transport().argv("s1", ["anything"]), input=HELLO, capture_output=True, text=True, timeout=30)
-    assert p.returncode == 0 and "python" in json.loads(p.stdout.splitlines()[0]), p.stdout + p.stderr
 
 
 def _preflight(tmp_path: Path, host: str, *extra: str) -> subprocess.CompletedProcess:
