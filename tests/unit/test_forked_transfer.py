@@ -131,3 +131,24 @@ def test_held_sources_stopped_at_any_moment_of_their_wait_exit_on_the_term():
         assert source.done.wait(5)
         rcs.append(source.result["rc"])
     assert all(rc in (143, -15) for rc in rcs), rcs
+
+
+def test_a_sink_reports_the_connections_it_missed_and_those_that_did_not_end_by_its_timeout():
+    port = _port()
+    sink = _transfer({"mode": "sink", "port": port, "connections": 2, "mptcp": False, "timeout_s": 1})
+    _listen(port)
+    with socket.create_connection(("127.0.0.1", port)):
+        assert sink.done.wait(5)
+    doc = json.loads(sink.result["stdout"])
+    assert sink.result["rc"] == 1 and doc["error"] == "accepted 1 of 2 connections: timed out", doc
+
+    port = _port()
+    sink = _transfer({"mode": "sink", "port": port, "connections": 1, "mptcp": False, "timeout_s": 1})
+    _listen(port)
+    with socket.create_connection(("127.0.0.1", port)) as open_one:
+        open_one.sendall(b"x" * 1000)
+        assert sink.done.wait(5)
+    doc = json.loads(sink.result["stdout"])
+    assert sink.result["rc"] == 1 and doc["error"] == "a connection did not end before the timeout", doc
+    assert doc["connections"][0]["bytes"] == 1000
+
