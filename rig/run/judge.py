@@ -118,8 +118,8 @@ def judge_run(run: Run, pairs: list[dict], transfers: dict[str, PairTransfer], m
         run_reason = f"emulator for {', '.join(dead)} exited during the run"
     elif ended_by:
         run_reason = ended_by
-    elif lagged := lag_reason(lags, crossed, limits):
-        lag_is_the_reason, run_reason = True, lagged
+    elif lag_note := lag_reason(lags, crossed, limits):
+        lag_is_the_reason, run_reason = True, lag_note
     if not run_reason and subflow_problem:
         run_reason = subflow_problem
     if ended_by:  # a pair stopped when the run was ended early failed by what ended it, not by its stop
