@@ -21,7 +21,7 @@ APT_PACKAGES=(
   sudo passwd                        # emulated nodes' runner account: sudo starts the agent (useradd makes it)
   chromium                           # renders the report in the tests
   systemd                            # systemd-analyze verifies the nightly units
-  bash dash coreutils grep sed findutils util-linux mount dpkg apt  # essential already; the rig runs them
+  bash dash coreutils grep sed findutils tar util-linux mount dpkg apt  # essential already; the rig runs them
 )
 # Every program the rig runs (rig/ops/host_tools.py) comes from one of these packages: tests/system/test_install.py
 # checks it with dpkg -S.

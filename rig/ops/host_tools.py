@@ -40,6 +40,7 @@ PROGRAMS: tuple[Program, ...] = (
         "cat", "head", "tail", "uname", "sleep", "ls", "sort", "cut", "tr", "dirname", "basename", "ln", "rm", "cp",
         "touch", "mktemp", "timeout", "sha256sum", "env", "seq")),
     Program("xargs", "findutils", "the CC reproducer's cleanup (nodes/bpf/repro)", "lab"),
+    Program("tar", "tar", "the node role packs the agent's modules on the controller", "lab"),
     Program("jq", "jq", "the CC reproducer reads iperf3's JSON (nodes/bpf/repro)", "lab"),
     Program("unshare", "util-linux", "a private /run for each emulated node's sshd", "lab"),
     *(Program(name, "mount", "a small filesystem that fills up under a campaign's results", "tests")
