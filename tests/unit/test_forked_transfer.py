@@ -151,4 +151,3 @@ def test_a_sink_reports_the_connections_it_missed_and_those_that_did_not_end_by_
     doc = json.loads(sink.result["stdout"])
     assert sink.result["rc"] == 1 and doc["error"] == "a connection did not end before the timeout", doc
     assert doc["connections"][0]["bytes"] == 1000
-
