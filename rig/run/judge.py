@@ -154,5 +154,5 @@ def _busy_note(lag: dict) -> str:
     busy, cpu, steal = lag.get("busy_max_ms"), lag.get("cpu"), lag.get("host_steal")
     if busy is None or cpu is None:  # NaN became null (older emulator builds)
         return ""
-    stolen = "" if steal is None else f"; the hypervisor took {steal:.0%} of the host's CPU time"
+    stolen = "" if steal is None else f"; the hypervisor took {steal:.1%} of the host's CPU time"
     return f" (busy up to {busy:.0f} ms at a stretch, {cpu:.2f} core{stolen})"

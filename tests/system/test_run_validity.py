@@ -277,7 +277,7 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     assert lagged.status == "invalid" and lagged.lagged
     assert lagged.reason == "emulator lagged: p99 3.00 ms on cell > 1 ms (busy up to 2 ms at a stretch, 0.10 core)"
     stolen = verdict(complete, {"cell": {**lags["cell"], "host_steal": 0.12}})  # a virtual machine's CPUs taken away
-    assert stolen.reason.endswith("(busy up to 2 ms at a stretch, 0.10 core; the hypervisor took 12% of the host's CPU time)")
+    assert stolen.reason.endswith("(busy up to 2 ms at a stretch, 0.10 core; the hypervisor took 12.0% of the host's CPU time)")
     assert not verdict(complete, {"cell": {**lags["cell"], "p99_ms": 0.5}}).lagged  # ok: nothing to redo
     short = replace(complete, bytes_delivered=900_000, error="delivered 900000 of 1000000 bytes")
     broken = verdict(short, lags)  # the run failed on its own account
