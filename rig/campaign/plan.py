@@ -1,6 +1,7 @@
 """Expanding a campaign into its ordered, deterministic list of runs.
 
-Runs are the full product of setups x factors x repetitions. They are grouped into blocks by
+Runs are the full product of setups x factors x repetitions, but a single-homed cell once, with no
+path policy (a sender with one path has no choice to make). They are grouped into blocks by
 the campaign's blocking factors (blocks in the order the levels are listed), and shuffled
 inside each block with a generator seeded from the campaign's seed and the block, so the same
 file always gives the same plan, on any machine.
@@ -88,6 +89,21 @@ def check_profiles(campaign: Campaign, source: str) -> None:
     lte_profile(campaign.lte_profile)
 
 
+def _single_homed_once(cells: list[dict]) -> list[dict]:
+    """The cells with each single-homed one planned once, under no path policy: a policy (backup,
+    loss-aware) decides among a sender's paths, and a single-homed sender has one. In order of
+    first appearance."""
+    seen, out = set(), []
+    for cell in cells:
+        if cell["homing"] != "dual":
+            cell = {**cell, "backup": "none", "policy": "none"}
+        key = tuple(cell.values())
+        if key not in seen:
+            seen.add(key)
+            out.append(cell)
+    return out
+
+
 def expand(campaign: Campaign, source: str = "campaign") -> Plan:
     """The runs in execution order; the campaign's radio profiles are checked first."""
     check_profiles(campaign, source)
@@ -100,7 +116,7 @@ def expand(campaign: Campaign, source: str = "campaign") -> Plan:
     for name in GRID_FACTORS:  # not given: a single None level (the campaign's own links and events)
         levels[name] = levels[name] or [None]
     names = list(levels)
-    cells = [dict(zip(names, combo)) for combo in itertools.product(*levels.values())]
+    cells = _single_homed_once([dict(zip(names, combo)) for combo in itertools.product(*levels.values())])
 
     # What a run takes from its cell, built once per cell (the id up to the repetition included).
     cell_fields = [{

@@ -259,3 +259,21 @@ def test_setup_ii_delivers_lte_over_the_receivers_bss():
     one, two = (next(r for r in plan.runs if r.setup == s) for s in ("I", "II"))
     assert _path(two, "lte", plan.campaign)[0] == DCF_SATURATION_BPS["g"] / 5 * TCP_EFFICIENCY
     assert _path(one, "lte", plan.campaign)[0] > _path(two, "lte", plan.campaign)[0]
+
+
+def test_single_homed_cells_are_planned_once_without_path_policies():
+    # a path policy decides among a sender's paths: a single-homed sender has one to use
+    text = """
+name: policies
+setups: [I]
+repetitions: 2
+factors:
+  homing: [wifi, lte, dual]
+  backup: [none, lte]
+  policy: [none, loss-aware]
+"""
+    plan = expand(parse_campaign(text, "t"))
+    by_homing = {h: sorted((r.backup, r.policy, r.repetition) for r in plan.runs if r.homing == h) for h in ("wifi", "lte", "dual")}
+    assert by_homing["wifi"] == by_homing["lte"] == [("none", "none", 1), ("none", "none", 2)]
+    assert len(by_homing["dual"]) == 8 and len(plan.runs) == 12
+    assert {r.run_id for r in plan.runs if r.homing == "wifi"} == {"I-wifi-cubic-c1-15MB-b1MB-n5-01", "I-wifi-cubic-c1-15MB-b1MB-n5-02"}
