@@ -21,6 +21,7 @@ import pytest
 from fixtures.on_time import on_time
 from fixtures.radio_net import SUBNET, UE_SUBNET, cell, sh, star
 from fixtures.radio_traffic import NO_IMPAIRMENT, TCP_PAYLOAD_SHARE, goodputs_bps, iperf_client, iperf_result, iperf_server
+from rig.core.errors import RigError
 from rig.rigs.emulated.build import emulator_binary, is_up_to_date
 from rig.rigs.emulated.radio import LagStats, RadioProcess
 from rig.rigs.emulated.radiospec import LteCell, Pipe, RadioNetworkSpec, Station, WifiBss
@@ -200,6 +201,44 @@ def test_taps_open_in_the_namespaces_and_under_the_names_the_spec_gives(emulator
     finally:
         radio.stop()
     assert taps_in(gw) == [] and taps_in(st) == []
+
+
+def napi_threads(emulator_pid: int) -> list[int]:
+    """The kernel threads of the NAPI instances of an emulator's TAPs: named after the name
+    each TAP had before its rename, "e" + the emulator's pid (5 digits) + a count."""
+    prefix = f"napi/e{emulator_pid % 100000:05d}"
+    found = []
+    for entry in os.listdir("/proc"):
+        try:
+            if entry.isdigit() and open(f"/proc/{entry}/comm").read().startswith(prefix):
+                found.append(int(entry))
+        except FileNotFoundError:
+            pass  # exited while listed
+    return found
+
+
+def test_each_tap_is_received_on_a_real_time_thread_below_the_emulator(emulator, netns, tmp_path):
+    """A frame the emulator writes is taken through the host's stack by its TAP's NAPI thread,
+    not inside the write: the thread runs SCHED_FIFO one step below the emulator, and it goes
+    with the TAP."""
+    spec = RadioNetworkSpec("napi", "nstgw", (Station("nsts0", link(10e6, 0.001), link(10e6, 0.001)),))
+    radio, gw, (st,) = star(spec, netns, tmp_path)
+    try:
+        threads = napi_threads(radio.pid)
+        assert len(threads) == 2, threads  # the gateway's TAP and the station's
+        own = os.sched_getparam(radio.pid).sched_priority
+        assert os.sched_getscheduler(radio.pid) == os.SCHED_FIFO and own == spec.realtime_priority
+        for thread in threads:
+            assert os.sched_getscheduler(thread) == os.SCHED_FIFO, thread
+            assert os.sched_getparam(thread).sched_priority == own - 1, thread
+        assert len(echo_rtts_ms(netns, gw, st, f"{SUBNET}.1", 2)) == 2  # frames cross both ways
+        # Another emulator cannot take a TAP name in use: it fails to start, naming the clash.
+        with pytest.raises(RigError, match="TAP nstgw: File exists"):
+            RadioProcess(spec, gw, tmp_path / "second").start()
+    finally:
+        pid = radio.pid
+        radio.stop()
+    assert napi_threads(pid) == []
 
 
 def test_killed_emulator_leaves_no_tap(emulator, netns, tmp_path):

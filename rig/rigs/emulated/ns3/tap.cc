@@ -9,7 +9,9 @@
 #include "ns3/node.h"
 
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/if.h>
 #include <linux/if_tun.h>
@@ -19,7 +21,9 @@
 #include <thread>
 #include <vector>
 #include <sys/ioctl.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 namespace rigemu
@@ -115,6 +119,126 @@ Taps()
     return taps;
 }
 
+// ioctl `request` about interface `ifname` of the calling thread's network namespace, through
+// a socket there; `ifr` gives the rest and takes the answer. Returns 0 or an errno.
+int
+InterfaceIoctl(const std::string& ifname, unsigned long request, ifreq& ifr)
+{
+    strncpy(ifr.ifr_name, ifname.c_str(), IFNAMSIZ - 1);
+    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+    int rc = sock < 0 ? -1 : ioctl(sock, request, &ifr);
+    int err = errno;
+    if (sock >= 0)
+    {
+        close(sock);
+    }
+    return rc < 0 ? err : 0;
+}
+
+// Turns on threaded NAPI for interface `ifname` of the calling thread's network namespace:
+// writes 1 to its sysfs `threaded`, from a child process that mounts a sysfs of that namespace
+// (as `ip netns exec` does). Returns 0 or an errno.
+int
+EnableThreadedNapi(const std::string& ifname)
+{
+    std::string path = "/sys/class/net/" + ifname + "/threaded"; // built before fork: no malloc after
+    pid_t child = fork();
+    if (child < 0)
+    {
+        return errno;
+    }
+    if (child == 0)
+    {
+        // The sysfs there may be this namespace's already (`ip netns exec`): mounting that one
+        // again on the same place fails (EBUSY), so the old one goes first, in this child only.
+        if (unshare(CLONE_NEWNS) < 0 || mount(nullptr, "/", nullptr, MS_REC | MS_PRIVATE, nullptr) < 0 ||
+            (umount2("/sys", MNT_DETACH) < 0 && errno != EINVAL) || mount("sysfs", "/sys", "sysfs", 0, nullptr) < 0)
+        {
+            _exit(errno);
+        }
+        int fd = open(path.c_str(), O_WRONLY);
+        if (fd < 0 || write(fd, "1", 1) != 1)
+        {
+            _exit(errno);
+        }
+        _exit(0);
+    }
+    int status = 0;
+    while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+    {
+    }
+    return WIFEXITED(status) ? WEXITSTATUS(status) : EIO;
+}
+
+// The kernel thread of a threaded NAPI instance of interface `ifname` ("napi/<ifname>-<id>"),
+// or -1. A thread's name keeps 15 characters: `ifname` must be short enough to stay whole.
+pid_t
+NapiThread(const std::string& ifname)
+{
+    std::string prefix = "napi/" + ifname + "-";
+    pid_t found = -1;
+    DIR* proc = opendir("/proc");
+    while (proc && found < 0)
+    {
+        dirent* entry = readdir(proc);
+        if (!entry)
+        {
+            break;
+        }
+        char comm[32] = {};
+        std::string file = std::string("/proc/") + entry->d_name + "/comm";
+        FILE* f = entry->d_name[0] >= '1' && entry->d_name[0] <= '9' ? std::fopen(file.c_str(), "r") : nullptr;
+        if (f)
+        {
+            if (std::fgets(comm, sizeof(comm), f) && std::strncmp(comm, prefix.c_str(), prefix.size()) == 0)
+            {
+                found = static_cast<pid_t>(std::atoi(entry->d_name));
+            }
+            std::fclose(f);
+        }
+    }
+    if (proc)
+    {
+        closedir(proc);
+    }
+    return found;
+}
+
+// Frames written to a TAP opened with IFF_NAPI queue on its NAPI instance; threaded, that runs
+// in a kernel thread of its own, which takes the receiving host's stack (GRO included) off the
+// emulator's thread: a write() costs a queue and a wake-up, not the host's processing, and the
+// emulator's clock no longer waits for it. The thread runs SCHED_FIFO one step below the
+// emulator (when the emulator is SCHED_FIFO), so the hosts' receive work still comes before
+// their tasks, as softirq work does on a real host. The TAP is made under a name of its own
+// first (the thread is named after it) and renamed once its thread is found.
+void
+ThreadedNapi(const std::string& tempName, const std::string& name)
+{
+    if (int err = EnableThreadedNapi(tempName))
+    {
+        throw std::runtime_error("threaded NAPI for TAP " + name + ": " + strerror(err));
+    }
+    sched_param own{};
+    if (sched_getscheduler(0) == SCHED_FIFO && sched_getparam(0, &own) == 0 && own.sched_priority > 1)
+    {
+        pid_t thread = NapiThread(tempName);
+        sched_param param{};
+        param.sched_priority = own.sched_priority - 1;
+        if (thread < 0 || sched_setscheduler(thread, SCHED_FIFO, &param) < 0)
+        {
+            throw std::runtime_error("SCHED_FIFO for the NAPI thread of TAP " + name + ": " +
+                                     (thread < 0 ? "no such thread" : strerror(errno)));
+        }
+    }
+    struct ifreq ifr;
+    memset(&ifr, 0, sizeof(ifr));
+    strncpy(ifr.ifr_newname, name.c_str(), IFNAMSIZ - 1);
+    if (int err = InterfaceIoctl(tempName, SIOCSIFNAME, ifr))
+    {
+        throw std::runtime_error("TAP " + name + ": " + strerror(err)); // EEXIST: the name is taken
+    }
+}
+
 } // namespace
 
 int
@@ -132,15 +256,29 @@ OpenTap(const std::string& name, const std::string& netns)
     {
         throw std::runtime_error(std::string("open /dev/net/tun: ") + strerror(errno));
     }
+    // Its own name first, unique on the host for as long as this process lives (pid, count;
+    // 8 characters, so that its NAPI thread's name keeps it whole): ThreadedNapi.
+    static unsigned opened = 0;
+    char tempName[IFNAMSIZ];
+    std::snprintf(tempName, sizeof(tempName), "e%05u%02u", static_cast<unsigned>(getpid()) % 100000u, opened++ % 100u);
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
-    ifr.ifr_flags = IFF_TAP | IFF_NO_PI;
-    strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
+    ifr.ifr_flags = IFF_TAP | IFF_NO_PI | IFF_NAPI;
+    strncpy(ifr.ifr_name, tempName, IFNAMSIZ - 1);
     if (ioctl(fd, TUNSETIFF, &ifr) < 0)
     {
         int err = errno;
         close(fd);
         throw std::runtime_error("TUNSETIFF " + name + (netns.empty() ? "" : " in " + netns) + ": " + strerror(err));
+    }
+    try
+    {
+        ThreadedNapi(tempName, name);
+    }
+    catch (const std::exception&)
+    {
+        close(fd);
+        throw;
     }
     // No TSO/GSO/UFO: the kernel segments before handing frames over, so every frame fits the MTU.
     if (ioctl(fd, TUNSETOFFLOAD, 0) < 0)
@@ -157,17 +295,9 @@ ns3::Mac48Address
 TapMac(const std::string& name, const std::string& netns)
 {
     InNetns in(netns);
-    int sock = socket(AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
     struct ifreq ifr;
     memset(&ifr, 0, sizeof(ifr));
-    strncpy(ifr.ifr_name, name.c_str(), IFNAMSIZ - 1);
-    int rc = sock < 0 ? -1 : ioctl(sock, SIOCGIFHWADDR, &ifr);
-    int err = errno;
-    if (sock >= 0)
-    {
-        close(sock);
-    }
-    if (rc < 0)
+    if (int err = InterfaceIoctl(name, SIOCGIFHWADDR, ifr))
     {
         throw std::runtime_error("SIOCGIFHWADDR " + name + (netns.empty() ? "" : " in " + netns) + ": " + strerror(err));
     }
