@@ -292,9 +292,7 @@ class EmulatedRig:
     def _wire_radios(self, started: dict) -> None:
         """The gateway side of freshly started emulators, whose TAPs they opened in their hosts'
         namespaces already: radio0 addressed and up (one `ip -batch` per gateway host). The
-        stations' interfaces are left down and unaddressed, as the nodes' agents expect them.
-        With RIG_SPREAD_TAP_RECEIVE=1, every TAP's receive work is spread over the CPUs
-        (netns.spread_tap_receive)."""
+        stations' interfaces are left down and unaddressed, as the nodes' agents expect them."""
         in_ns = {}
         for network, (spec, _) in started.items():
             if spec.kind == "lte":  # a routed cell: the PGW sits behind radio0, the UE pool behind it
@@ -306,9 +304,6 @@ class EmulatedRig:
                 cmds = [f"addr add {g} dev radio0" for g in gateways] + ["link set radio0 up"]
             in_ns.setdefault(spec.gateway_netns, []).extend(cmds)
         netns.ip_batches(in_ns)
-        if os.environ.get("RIG_SPREAD_TAP_RECEIVE") == "1":  # opt-in: it helps one regime, hurts another (docs/emulator.md)
-            hosts = {s.netns for spec, _ in started.values() for s in spec.stations} | set(in_ns)
-            netns.spread_tap_receive(sorted(h for h in hosts if h))
 
     def station_tap(self, host: str, interface: str) -> tuple[str, str]:
         """(radio network, station TAP) of a node's radio interface: where a change during a run

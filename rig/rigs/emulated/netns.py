@@ -59,26 +59,6 @@ def sh_each(names: list[str], script: str) -> None:
         raise RigError(errors[0])
 
 
-def all_cpus_mask() -> str:
-    """Every CPU of this host as a sysfs CPU bitmap (32-bit hex words, high first, comma-separated)."""
-    bits = (1 << (os.cpu_count() or 1)) - 1
-    words = []
-    while True:
-        words.append(f"{bits & 0xffffffff:08x}")
-        bits >>= 32
-        if not bits:
-            return ",".join(reversed(words))
-
-
-def spread_tap_receive(names: list[str]) -> None:
-    """In each namespace, the kernel's receive work for frames written into its TAPs goes to
-    any CPU (RPS over all of them, by flow), not the writer's thread: without it, every frame an
-    emulator writes runs the receiving host's stack (TCP receive, ACKs, the sender's next burst)
-    on the emulator's clock."""
-    mask = all_cpus_mask()
-    sh_each(names, f'for d in /sys/class/net/*; do if [ -e "$d/tun_flags" ]; then echo {mask} > "$d/queues/rx-0/rps_cpus"; fi; done')
-
-
 def exists(name: str) -> bool:
     return (NETNS_DIR / name).exists()
 
