@@ -16,10 +16,10 @@ namespace rigemu
 // the network namespace at `netns` (a path such as /run/netns/<name>; empty: this process's
 // own), where it then stays: nothing needs to move it. Frames written to it are taken through
 // the host's stack on a kernel thread of its own (threaded NAPI, SCHED_FIFO one step below a
-// SCHED_FIFO caller), not inside the write. A name already in use there fails ("File exists"). The calling thread enters that namespace
-// and returns to its own before this returns; call it before other threads start. The fd is
-// closed when the process exits (all TAPs side by side on a normal exit), and the TAP vanishes
-// with it, however the process dies.
+// SCHED_FIFO caller), not inside the write. A name already in use there fails ("File
+// exists"). The calling thread enters that namespace and returns to its own before this
+// returns; call it before other threads start. The fd is closed when the process exits (all
+// TAPs side by side on a normal exit), and the TAP vanishes with it, however the process dies.
 int OpenTap(const std::string& name, const std::string& netns = "");
 
 // The hardware address of interface `name` in the network namespace at `netns` (empty: this
