@@ -112,6 +112,24 @@ def test_slow_start_is_left_out():
     assert overshoot_then_clean(p, "b", 6.0) == []  # a subflow that joins later (the path came back)
 
 
+def test_a_subflow_that_begins_to_count_is_judged_on_a_full_window_of_its_counting():
+    """HyStart ends slow start without a loss (ssthresh set at 0.3 s); the queue overflows a
+    second later, just after the subflow began to count: that round alone is no window."""
+    def hystart_then_overflow(p: LossAware) -> list[Switch]:
+        out, sent, retrans = [], 0, 0
+        for k in range(1, 41):  # 3 MB/s; 55 kB of 350 kB lost at 1.4 s, none after
+            sent += 350_000
+            retrans += 55_000 if k == 14 else 0
+            t = k * 0.1
+            out += p.observe(t, [Sample("a", "w", sent, retrans, sent - retrans, True, k >= 3),
+                                 Sample("l", "l", k * MB, 0, k * MB, True)])
+        return out
+    assert hystart_then_overflow(LossAware({"w": 0.12}, window_s=1.0)) == []  # 55 kB of a counted window's 3.5 MB
+    backup = hystart_then_overflow(LossAware({"w": 0.012}, window_s=1.0))
+    assert [(s.action, s.t) for s in backup][:1] == [("backup", pytest.approx(2.3))]  # once a window of counting shows it
+    assert backup[0].loss == pytest.approx(55_000 / 3_500_000)
+
+
 def test_a_backup_path_is_restored_when_what_it_sent_shows_low_loss():
     p = policy({"w": 0.01, "l": 0.01}, window_s=1.0, hold_s=100)
     totals = {"w": [0, 0], "l": [0, 0]}

@@ -38,6 +38,10 @@ Measures:
   bytes, retransmitted within 0.4 s of the first loss; on the emulated LTE's deep queue slow
   start lasted 2.5 s). That holds for a subflow that joins later too (a path coming back after
   a cut). A subflow still in its first slow start has lost nothing, and needs no measure.
+- A span starts no earlier than the latest time one of the path's subflows began to count: a
+  window is `window_s` of counted time. Otherwise a subflow that has just begun to count would
+  be judged on its first round alone (measured: HyStart ended slow start without a loss, the
+  queue overflowed 1.0 s later, and 0.1 s of counted data read as 15 % loss).
 
 Decisions:
 - A regular path goes to backup when its measure shows loss >= its threshold, and at least one
@@ -108,6 +112,7 @@ class _Path:
         self.history: deque[tuple[float, int, int, int]] = deque()  # (t, sent, retrans, acked) since the last switch
         self.established = False  # in the latest round
         self.backup_since: float | None = None  # set while this policy holds the path backup
+        self.counted_since = float("-inf")  # a span starts no earlier: a subflow of the path began to count
 
 
 class LossAware:
@@ -124,6 +129,7 @@ class LossAware:
         self.paths: dict[str, _Path] = {}
         self._last: dict[tuple, tuple[int, int, int]] = {}  # subflow key -> (sent, retrans, acked) last seen
         self._slow_start_end: dict[tuple, float] = {}  # subflow key -> when first seen with ssthresh set
+        self._counting: set[tuple] = set()  # subflow keys whose counters count
 
     def held(self) -> list[str]:
         """Paths this policy holds backup now."""
@@ -146,6 +152,8 @@ class LossAware:
         None when the history has no such span."""
         need_sent, need_lost = segments * SEGMENT_BYTES / threshold, segments * SEGMENT_BYTES
         for at, sent, retrans, _ in reversed(p.history):
+            if at < p.counted_since:
+                break
             d_sent, d_retrans = p.sent - sent, p.retrans - retrans
             if at <= t - self.window_s + 1e-9 and d_sent >= self.min_sent_bytes and \
                     (d_sent >= need_sent or (lost_is_enough and d_retrans >= need_lost)):
@@ -161,6 +169,9 @@ class LossAware:
             p = self.paths.setdefault(s.address, _Path())
             sent0, retrans0, acked0 = self._last.get(s.key, (0, 0, 0))
             if s.slow_start_over and t - self._slow_start_end.setdefault(s.key, t) >= self.settle_s:
+                if s.key not in self._counting:  # what it sent before now is not counted: the span starts here
+                    self._counting.add(s.key)
+                    p.counted_since = t
                 p.sent += max(0, s.bytes_sent - sent0)
                 p.retrans += max(0, s.bytes_retrans - retrans0)
             p.acked += max(0, s.bytes_acked - acked0)
