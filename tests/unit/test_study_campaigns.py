@@ -68,6 +68,12 @@ def test_seed_003s_lab_files_hold_the_papers_grid(lossy):
     assert getattr(f, f"{other}_loss_pct") == [] and campaign.events == []
     assert (f.duration, campaign.repetitions, f.cc) == ([120.0], 10, ["balia"])
     assert "link_rate_bps" in campaign.blocking  # the radios are rebuilt once per rate, not per run
+    # Table I's delays are the paths' RTTs (WiFi 10 ms, LTE 75 ms), all on the senders' links:
+    # the paper's server is wired, so the receivers' links add nothing
+    imp = campaign.impairments
+    assert {p: 2 * imp[p].delay_ms for p in ("wifi", "lte")} == {"wifi": 10, "lte": 75}
+    assert all(imp[p].direction == "both" for p in imp)
+    assert all((imp[r].delay_ms, imp[r].jitter_ms) == (0, 0) for r in ("receiver_a", "receiver_b"))
 
 
 # Seed 002 (docs/studies.md, "Seed 002"): each lab file's conditions, figure by figure, as the
