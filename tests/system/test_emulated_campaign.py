@@ -97,6 +97,13 @@ def test_campaign_records_paths_bytes_and_complete_transfers(tmp_path, emulator,
     assert len(times) >= 3 and statistics.median(b - a for a, b in zip(times, times[1:])) <= 0.1  # >= 10 Hz
     status = json.loads((run_dir / "status.json").read_text())
     assert status["start_spread_ms"] < 50 and set(status["lag"]) >= {"ap1", "ap2", "cell"}
+    # the radio table (per second: a run shorter than a second may have none) has the stations'
+    # rows and each network's own, without a host (a WiFi AP's busy share and queue), so that what
+    # a network's own queues drop is in the run's data too
+    radio = [row for f in sorted(root.glob("runs/*/timeseries/radio.parquet")) for row in pq.read_table(f).to_pylist()]
+    assert any(r["host"] == "s1" for r in radio)
+    own = [r for r in radio if r["host"] is None]
+    assert {r["network"] for r in own} >= {"ap1", "ap2"} and all(r["interface"] is None for r in own)
     assert (root / "metadata.json").is_file() and (root / "campaign.yaml").read_text() == (tmp_path / "c.yaml").read_text()
 
 

@@ -256,6 +256,14 @@ class RadioProcess:
             r for r in self._stats_rows.since(since) if "station" in r and _in_window(r, since, until)
         ]
 
+    def network_stats(self, since: float, until: float) -> list[dict]:
+        """The network's own per-second rows, for the seconds overlapping [since, until]: the
+        shared medium's (medium_* frames, bytes, queue_drops, loss_drops, queue), a DCF AP's
+        (busy_share, ap_* counters)."""
+        return [
+            r for r in self._stats_rows.since(since) if "station" not in r and _in_window(r, since, until)
+        ]
+
     def schedule(self, changes: list[PipeChange]) -> list[str]:
         """Hands changes to the running emulator; each takes effect at its `at` (unix time; a
         time already past: at once). Returns once the emulator has scheduled them all, with

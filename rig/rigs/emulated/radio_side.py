@@ -76,11 +76,14 @@ class EmulatedRadios:
 
     def stats_table(self, since: float, until: float) -> pa.Table | None:
         """Per-station per-second radio metrics of every radio network (frames, drops; LTE: SINR,
-        MCS, PRBs; WiFi: retries, data rate), with the node interface each station is."""
+        MCS, PRBs; WiFi: retries, data rate), with the node interface each station is; and each
+        network's own rows (no host or interface: its shared medium's queue and drops, a DCF AP's
+        busy share and queue), so that every frame a network drops is in the run's data."""
         rows = []
         for network, proc in self.processes.items():
-            for r in proc.station_stats(since, until):
-                host, ifname = self.stations.get(r.get("station"), ("", ""))
+            station_rows = [(self.stations.get(r.get("station"), ("", "")), r) for r in proc.station_stats(since, until)]
+            network_rows = [((None, None), r) for r in proc.network_stats(since, until)]
+            for (host, ifname), r in station_rows + network_rows:
                 rows.append({"time": float(r["t"]), "network": network, "host": host, "interface": ifname,
                              **{k: float(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, (int, float))},
                              **{k: str(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, str)}})
