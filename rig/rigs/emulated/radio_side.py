@@ -78,7 +78,7 @@ class EmulatedRadios:
         """Per-station per-second radio metrics of every radio network (frames, drops; LTE: SINR,
         MCS, PRBs; WiFi: retries, data rate), with the node interface each station is; and each
         network's own rows (no host or interface: its shared medium's queue and drops, a DCF AP's
-        busy share and queue), so that every frame a network drops is in the run's data."""
+        busy share and queue), so that what a network's own queues drop is in the run's data."""
         rows = []
         for network, proc in self.processes.items():
             station_rows = [(self.stations.get(r.get("station"), ("", "")), r) for r in proc.station_stats(since, until)]
