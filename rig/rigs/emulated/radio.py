@@ -252,17 +252,16 @@ class RadioProcess:
     def station_stats(self, since: float, until: float) -> list[dict]:
         """Per-station per-second rows (keys: t, station, up_*/down_* frames, bytes,
         queue_drops, loss_drops, queue) for the seconds overlapping [since, until]."""
-        return [
-            r for r in self._stats_rows.since(since) if "station" in r and _in_window(r, since, until)
-        ]
+        return [r for r in self._stats(since, until) if "station" in r]
 
     def network_stats(self, since: float, until: float) -> list[dict]:
         """The network's own per-second rows, for the seconds overlapping [since, until]: the
         shared medium's (medium_* frames, bytes, queue_drops, loss_drops, queue), a DCF AP's
         (busy_share, ap_* counters)."""
-        return [
-            r for r in self._stats_rows.since(since) if "station" not in r and _in_window(r, since, until)
-        ]
+        return [r for r in self._stats(since, until) if "station" not in r]
+
+    def _stats(self, since: float, until: float) -> list[dict]:
+        return [r for r in self._stats_rows.since(since) if _in_window(r, since, until)]
 
     def schedule(self, changes: list[PipeChange]) -> list[str]:
         """Hands changes to the running emulator; each takes effect at its `at` (unix time; a

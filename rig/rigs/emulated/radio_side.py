@@ -81,9 +81,8 @@ class EmulatedRadios:
         busy share and queue), so that what a network's own queues drop is in the run's data."""
         rows = []
         for network, proc in self.processes.items():
-            station_rows = [(self.stations.get(r.get("station"), ("", "")), r) for r in proc.station_stats(since, until)]
-            network_rows = [((None, None), r) for r in proc.network_stats(since, until)]
-            for (host, ifname), r in station_rows + network_rows:
+            for r in proc.station_stats(since, until) + proc.network_stats(since, until):
+                host, ifname = self.stations.get(r["station"], ("", "")) if "station" in r else (None, None)
                 rows.append({"time": float(r["t"]), "network": network, "host": host, "interface": ifname,
                              **{k: float(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, (int, float))},
                              **{k: str(v) for k, v in r.items() if k not in ("t", "station") and isinstance(v, str)}})
