@@ -25,6 +25,7 @@ class BlockSettings:
     model: str = "links"
     radios: tuple[str, ...] = ("wifi", "lte")  # the senders' radios (campaign paths.radios)
     mode: str = "paired"  # how subflows are made (campaign paths.mode)
+    shared_medium: bool = True  # links radios: a FIFO medium per radio network (campaign shared_medium)
 
 
 def with_link_rate(impairments: dict[str, dict], rate_bps: float | None) -> dict[str, dict]:
@@ -40,4 +41,4 @@ def with_link_rate(impairments: dict[str, dict], rate_bps: float | None) -> dict
 def block_settings(campaign: Campaign, run: Run) -> BlockSettings:
     hops = with_link_rate({k: v.model_dump() for k, v in campaign.impairments.items()}, run.link_rate_bps)
     return BlockSettings(run.setup, run.wifi_standard, campaign.lte_profile, campaign.pairs, hops, campaign.radios,
-                         tuple(campaign.paths.radios), campaign.paths.mode)
+                         tuple(campaign.paths.radios), campaign.paths.mode, campaign.shared_medium)

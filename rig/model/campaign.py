@@ -170,6 +170,10 @@ class Campaign(StrictModel):
     # links: per-path pipes + one FIFO medium per radio network (controlled links, traces);
     # simulated: ns-3 LTE cell (LENA) and 802.11 BSSs (docs/emulator.md for what runs in real time)
     radios: Literal["links", "simulated", "models"] = "models"
+    # links radios: each radio network's stations share one FIFO medium at the profile's
+    # medium_rate_bps (a BSS's or cell's capacity, both directions); false: none, each path is its
+    # own pair of pipes, as shaped wired links are.
+    shared_medium: bool = True
     # The hop each impairment acts on: the senders' WiFi (wifi) or LTE (lte) access link, or the
     # receivers' side A (receiver_a) or side B (receiver_b) access link.
     impairments: dict[Literal["wifi", "lte", "lte2", "receiver_a", "receiver_b"], Impairment] = {}
@@ -215,6 +219,9 @@ def parse_campaign(text: str, source: str) -> Campaign:
     campaign = parse_model(Campaign, text, source, "campaign")
     check_events(campaign, source)
     check_radios(campaign, source)
+    if not campaign.shared_medium and campaign.radios != "links":
+        raise InputError(source, "shared_medium", f"only the links radios have one (radios: {campaign.radios} "
+                         "simulates the radio itself)")
     return campaign
 
 

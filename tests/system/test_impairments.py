@@ -28,15 +28,15 @@ from rig.agents.netns import NetnsTransport
 CAMPAIGN = "name: imp\nsetups: [I]\npairs: 1\nfactors: {volume: [3MB], homing: [lte]}\n"
 
 
-def _rig_run(prefix: str, setup: str, imp: dict, homing: str = "lte"):
+def _rig_run(prefix: str, setup: str, imp: dict, homing: str = "lte", shared_medium: bool = True, volume: int = 3_000_000):
     """One run on a fresh 1-pair rig with these impairments; its record, and the rig still up."""
     rig = EmulatedRig(prefix)
-    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp)
+    settings = BlockSettings(setup, "n5", "band7-10mhz", 1, imp, shared_medium=shared_medium)
     rig.up(settings)
     agents = AgentPool(NetnsTransport(prefix, node_dir=rig.node_dir), rig.topo.nodes)
     try:
         ctx = configure_setup(rig, agents, settings, RunSettings(Limits(run_timeout_s=60, max_lag_p99_ms=200)))
-        run = replace(expand(parse_campaign(CAMPAIGN, "imp")).runs[0], setup=setup, homing=homing)
+        run = replace(expand(parse_campaign(CAMPAIGN, "imp")).runs[0], setup=setup, homing=homing, volume_bytes=volume)
         return execute_run(ctx, run), rig
     finally:
         agents.close()
@@ -115,3 +115,23 @@ def test_a_paths_ping_rtt_follows_its_hops_delays(emulator, rig_prefix, setup):
     for path in ("wifi", "lte"):
         assert want[path] <= got[path] <= want[path] + RTT_MARGIN_MS, (path, got, want)  # the configured RTT, within 1 ms
         assert abs((got[path] - got0[path]) - (want[path] - want0[path])) <= 1.0, (path, got, got0, want, want0)
+
+
+@pytest.mark.emulated
+def test_without_a_shared_medium_each_path_is_only_its_hops(emulator, rig_prefix):
+    """On `links` radios the cell's stations share one medium, both directions: in Setup I the LTE
+    data crosses it twice (the sender's hop up, the receiver's down), so two 30 Mbit/s hops carry
+    half that. Without it (a campaign's shared_medium: false) the path is its hops: 30 Mbit/s."""
+    rate = 30e6
+    hops = {hop: {"rate_bps": rate, "delay_ms": 5.0, "jitter_ms": 0.0, "direction": "both"} for hop in ("lte", "receiver_b")}
+    goodput = {}
+    for shared in (True, False):
+        rec, rig = _rig_run(rig_prefix, "I", hops, shared_medium=shared, volume=15_000_000)
+        try:
+            assert rec.status == "ok", (shared, rec.reason)
+            assert rig.radios["cell"].spec.medium_rate_bps == (rate if shared else 0.0)
+            goodput[shared] = rec.pairs[0]["goodput_bps"]
+        finally:
+            rig.down()
+    assert goodput[True] < 0.55 * rate, goodput  # two crossings of one 30 Mbit/s medium, ACKs on it too
+    assert goodput[False] > 0.8 * rate, goodput  # the hops' rate, less headers and the window's growth

@@ -30,6 +30,7 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("name: x\npairs: 1\npairs: 2\n", "pairs", "given twice"),
         ("- just\n- a list\n", "(top level)", "mapping"),
         ("name: x\npaths: {manager: fullmesh}\n", "paths.manager", "'kernel' or 'userspace'"),
+        ("name: x\nradios: models\nshared_medium: false\n", "shared_medium", "only the links radios"),
         ("name: x\npaths: {manager: userspace}\nfactors: {policy: [none, loss-aware]}\n", "factors.policy[1]",
          "policy none"),
     ],

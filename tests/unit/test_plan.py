@@ -277,3 +277,16 @@ factors:
     assert by_homing["wifi"] == by_homing["lte"] == [("none", "none", 1), ("none", "none", 2)]
     assert len(by_homing["dual"]) == 8 and len(plan.runs) == 12
     assert {r.run_id for r in plan.runs if r.homing == "wifi"} == {"I-wifi-cubic-c1-15MB-b1MB-n5-01", "I-wifi-cubic-c1-15MB-b1MB-n5-02"}
+
+
+def test_without_a_shared_medium_the_estimate_is_the_links_rate():
+    """On `links` radios in Setup I the LTE data crosses the cell's medium twice, which halves it;
+    without the medium (shared_medium: false) the path runs at its hops' rate."""
+    from rig.campaign.estimate import TCP_EFFICIENCY, _path
+
+    text = ("name: v\nsetups: [I]\npairs: 1\nradios: links\nlte_profile: band7-20mhz\n"
+            "factors:\n  duration: [20s]\n  link_rate_bps: [30.0e6]\n")
+    shared = expand(parse_campaign(text, "t"))
+    alone = expand(parse_campaign(text + "shared_medium: false\n", "t"))
+    assert _path(shared.runs[0], "lte", shared.campaign)[0] == 45e6 / 2 * TCP_EFFICIENCY
+    assert [_path(alone.runs[0], p, alone.campaign)[0] for p in ("wifi", "lte")] == [30e6 * TCP_EFFICIENCY] * 2

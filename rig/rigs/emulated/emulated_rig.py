@@ -62,7 +62,8 @@ def _radio_spec(network: str, kind: str, stations: list[RadioInterface], pipes: 
     gateway_tap = _tap_name(network, None)
     gateway = {"gateway_tap": gateway_tap, "gateway_netns": ns(GATEWAY_HOST[network]), "gateway_ifname": "radio0"}
     if settings.model == "links":
-        medium = max([_profile_pipe(kind, settings)[1]] + [p.rate_bps for pair in pipes for p in pair])
+        medium = (max([_profile_pipe(kind, settings)[1]] + [p.rate_bps for pair in pipes for p in pair])
+                  if settings.shared_medium else 0.0)
         return RadioNetworkSpec(name=network, **gateway, medium_rate_bps=medium,
                                 stations=tuple(Station(tap=_tap_name(network, s), up=up, down=down, netns=ns(s.host), ifname=s.ifname)
                                                for s, (up, down) in zip(stations, pipes)))
