@@ -157,6 +157,23 @@ def test_loss_drops_the_configured_fraction(emulator, netns, tmp_path):
         assert 0.085 <= lost <= 0.115, lost  # binomial sd at n=3000: 0.55 %
 
 
+def test_a_frame_its_tap_refuses_is_counted_as_dropped(emulator, netns, tmp_path):
+    """A frame its pipe delivered to a TAP whose interface is down is lost there: the stats log
+    counts it (tap_drops), as the pipes count theirs."""
+    spec = RadioNetworkSpec("refused", "nstgw", (Station("nsts0", link(10e6, 0.001), link(10e6, 0.001)),))
+    radio, gw, (st,) = star(spec, netns, tmp_path)
+    sent = 50
+    with radio:
+        sh("ip", "link", "set", "nsts0", "down", ns=st)
+        start = time.time()
+        sh(sys.executable, "-c", UDP_SOURCE, f"{SUBNET}.2", str(sent), ns=gw)  # over the downlink
+        time.sleep(1.1)  # the stats log's next second
+        rows = radio.station_stats(start, time.time())
+        delivered, refused = (sum(r[f"down_{k}"] for r in rows) for k in ("frames", "tap_drops"))
+        assert refused == delivered >= sent, rows  # with whatever else the gateway sent the station
+        assert sum(r["up_tap_drops"] for r in rows) == 0, rows
+
+
 def test_shared_medium_caps_the_sum_of_two_stations(emulator, netns, tmp_path):
     medium = 10e6
     stations = tuple(Station(f"nsts{i}", link(20e6, 0.005), link(20e6, 0.005)) for i in range(2))

@@ -17,6 +17,7 @@ WriteDelta(std::FILE* out, const char* prefix, const Pipe& pipe, PipeCounters& r
                   {"bytes", now.bytes - reported.bytes},
                   {"queue_drops", now.queueDrops - reported.queueDrops},
                   {"loss_drops", now.lossDrops - reported.lossDrops},
+                  {"tap_drops", now.tapDrops - reported.tapDrops},
                   {"queue", pipe.QueueLength()}});
     reported = now;
 }

@@ -41,13 +41,10 @@ Frame::Forward()
         hop->Enqueue(*this);
         return;
     }
-    if (out->SupportsSendFrom())
+    bool sent = out->SupportsSendFrom() ? out->SendFrom(packet, src, dst, protocol) : out->Send(packet, dst, protocol);
+    if (!sent && nHops > 0)
     {
-        out->SendFrom(packet, src, dst, protocol);
-    }
-    else
-    {
-        out->Send(packet, dst, protocol);
+        hops[nHops - 1]->CountTapDrop(); // a drop like the pipes': the last one counts it
     }
 }
 

@@ -94,6 +94,7 @@ struct PipeCounters
     uint64_t bytes = 0;  // delivered, Ethernet header included
     uint64_t queueDrops = 0;
     uint64_t lossDrops = 0;
+    uint64_t tapDrops = 0; // delivered, then refused by the TAP it was written to (interface down)
 };
 
 class Pipe
@@ -104,6 +105,8 @@ class Pipe
     void Enqueue(Frame frame);
 
     const PipeCounters& Counters() const { return m_counters; }
+
+    void CountTapDrop() { m_counters.tapDrops++; }
 
     size_t QueueLength() const { return m_queue.size(); }
 
