@@ -13,7 +13,8 @@ from rig.model.spec import Run
 @dataclass(frozen=True)
 class BlockSettings:
     """What a block of runs shares, and a backend builds its radios and nodes from: the run's
-    setup and WiFi standard, the campaign's LTE profile, pairs, impairments, radio kind and paths."""
+    setup and WiFi standard, the campaign's LTE profile, pairs, impairments, radio kind, paths and
+    whether `links` radios share a medium."""
 
     setup: str
     wifi_standard: str
