@@ -50,10 +50,11 @@ def _path(run: Run, radio: str, campaign: Campaign) -> tuple[float, float]:
     wifi = wifi_profile(run.wifi_standard).emulation
     lte = lte_profile(campaign.lte_profile).emulation
     links = campaign.radios == "links"
-    shared = not links or campaign.shared_medium  # links without a medium: each path is its own pipes
-    wifi_medium = wifi.medium_rate_bps if links else DCF_SATURATION_BPS.get(run.wifi_standard, wifi.medium_rate_bps)
-    wifi_medium = wifi_medium if shared else math.inf
-    lte_medium = lte.medium_rate_bps if shared else math.inf
+    if links and not campaign.shared_medium:  # no medium: each path is only its own hops
+        wifi_medium = lte_medium = math.inf
+    else:
+        wifi_medium = wifi.medium_rate_bps if links else DCF_SATURATION_BPS.get(run.wifi_standard, wifi.medium_rate_bps)
+        lte_medium = lte.medium_rate_bps
     wifi_alone = wifi.rate_bps if links else wifi_medium
     n = run.pairs
     # Receivers' side: both interfaces on AP2 in Setup III; in Setup I the LTE data crosses the
