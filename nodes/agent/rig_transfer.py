@@ -14,7 +14,8 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       at its end, null for plain TCP or a fallback) and exits.
   rig_transfer.py source --target A [--bind B] --port P --connections N (--bytes V | --seconds T)
                          [--cc C] [--at UNIX_TIME | --hold] [--tcp] [--sample-ms MS]
-                         [--loss-aware ADDR=FRACTION ...] [--loss-window-s W] [--loss-hold-s H]
+                         [--loss-aware ADDR=FRACTION ... [--loss-link ADDR=SOURCE ...]]
+                         [--loss-window-s W] [--loss-hold-s H]
                          [--paths ADDR ... [--join-wait-s W]]
       At --at, opens N MPTCP connections in parallel (each connection's thread sleeps until then
       itself: _sleep_until tells why) and sends
@@ -53,6 +54,9 @@ stamps the first and the last, so a volume run's flow completion time is exact.
       "switches" (t unix s; loss the fraction that decided, null for a restore without a measure;
       "error" when `ip` failed, which also fails the run). Every path it made backup is restored
       before the program ends, also when it is stopped with SIGTERM.
+      --loss-link: the policy's link measure instead: an address's loss is what its own link
+      dropped at random over the frames it was given (rig_node.linkloss: SOURCE stats:PATH:STATION,
+      the emulated radio's per-second log, or qdisc:IFACE, the interface's netem), no queue's drops.
 
       events: the connection's MPTCP path manager events (rig_node.pm_events: created,
       announced, sub_established, sub_closed ...), each stamped when it was read; absent where
@@ -84,6 +88,7 @@ import sys
 # The agent starts this file with `python -I`, which leaves the script's directory off sys.path;
 # the rig_node package sits beside it (on the boards and in the repository).
 sys.path.insert(0, os.path.dirname(os.path.realpath(__file__)))
+from rig_node import linkloss  # noqa: E402
 from rig_node.stopping import STOPPED_ERROR, STOPPED_RC, Stopped, stop_on_sigterm  # noqa: E402
 from rig_node.transfer_sink import sink  # noqa: E402
 from rig_node.transfer_source import source  # noqa: E402
@@ -114,6 +119,16 @@ def _threshold(text: str) -> tuple[str, float]:
     return address, value
 
 
+def _link(text: str) -> tuple[str, str]:
+    address, sep, spec = text.partition("=")
+    try:
+        socket.inet_aton(address)
+        linkloss.source(spec)
+    except (OSError, ValueError):
+        raise argparse.ArgumentTypeError(f"{text!r} is not ADDRESS=stats:PATH:STATION or ADDRESS=qdisc:IFACE") from None
+    return address, spec
+
+
 @functools.cache
 def parser() -> argparse.ArgumentParser:
     """The command line, built once: the node agent builds it before it forks transfers
@@ -142,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
     s.add_argument("--sample-ms", type=float, default=100.0, help="subflow sampling period (0: only a final sample)")
     s.add_argument("--loss-aware", nargs="+", type=_threshold, metavar="ADDR=FRACTION",
                    help="loss-aware path policy: a local address and its loss threshold (0-1)")
+    s.add_argument("--loss-link", nargs="+", type=_link, metavar="ADDR=SOURCE",
+                   help="the link measure: each policy address's link counters (stats:PATH:STATION or qdisc:IFACE)")
     s.add_argument("--loss-window-s", type=float, default=1.0)
     s.add_argument("--loss-hold-s", type=float, help="restore a backup path after this long (default 10 windows)")
     s.add_argument("--paths", nargs="+", default=[], type=_path, metavar="ADDR[>REMOTE]",
@@ -157,6 +174,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     if a.mode == "source" and a.loss_aware and a.sample_ms <= 0:
         p.error("--loss-aware needs --sample-ms > 0")
+    if a.mode == "source" and a.loss_link and set(dict(a.loss_aware or [])) - set(dict(a.loss_link)):
+        p.error("--loss-link must name a source for every --loss-aware address")
     # The agent stops a program with SIGTERM: unwind (the policy restores its paths) and report
     # what it has (rig_node.stopping).
     try:
@@ -166,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
         else:
             doc = source(a.target, a.port, a.bind, a.connections, a.bytes, a.seconds, a.cc, a.at, a.tcp,
                          a.sample_ms / 1000, dict(a.loss_aware or []), a.loss_window_s, a.loss_hold_s, a.hold,
-                         tuple(a.paths), a.join_wait_s)
+                         tuple(a.paths), a.join_wait_s, dict(a.loss_link or []))
     except Stopped:  # while it was still setting up (the handler itself included), before its own unwinding began
         doc = {"connections": [], "error": STOPPED_ERROR, "stopped": True}
     print(json.dumps(doc))

@@ -222,6 +222,9 @@ def parse_campaign(text: str, source: str) -> Campaign:
     if not campaign.shared_medium and campaign.radios != "links":
         raise InputError(source, "shared_medium", f"only the links radios have one (radios: {campaign.radios} "
                          "simulates the radio itself)")
+    if campaign.loss_aware.measure == "link" and campaign.radios != "links":
+        raise InputError(source, "loss_aware.measure", f"link reads the links radios' per-hop loss counters, which "
+                         f"radios: {campaign.radios} does not log")
     return campaign
 
 

@@ -71,6 +71,10 @@ class LossAware(StrictModel):
 
     threshold_pct: dict[Path_, float] = {"wifi": 0.1, "lte": 1.0}  # seed 003's thresholds
     window_s: float = Field(default=1.0, ge=0.1, le=60)
+    # What a path's loss is: its subflows' retransmitted / sent bytes (what any sender knows; a
+    # full queue's drops count too), or what its own link dropped at random (seed 003's
+    # assumption that the device knows its wireless link's loss: rig_node.linkloss).
+    measure: Literal["retransmissions", "link"] = "retransmissions"
 
     @field_validator("threshold_pct")
     @classmethod

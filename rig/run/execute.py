@@ -181,13 +181,17 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
 
 
 def loss_aware_args(ctx: RunContext, run: Run, host: str) -> dict:
-    """The loss-aware policy's settings for a sender's transfer: its paths' addresses and thresholds."""
+    """The loss-aware policy's settings for a sender's transfer: its paths' addresses and
+    thresholds, and with the link measure where each path's link counters are."""
     if run.policy != "loss-aware":
         return {}
     p = next(p for p in ctx.topo.pairs if p.sender == host)
-    return {"loss_aware": {str(p.radio(path).address): pct / 100
-                           for path, pct in ctx.settings.loss_aware.threshold_pct.items() if path in {r.role for r in p.radios}},
-            "loss_window_s": ctx.settings.loss_aware.window_s}
+    la = ctx.settings.loss_aware
+    radios = [p.radio(path) for path in la.threshold_pct if path in {r.role for r in p.radios}]
+    out = {"loss_aware": {str(r.address): la.threshold_pct[r.role] / 100 for r in radios}, "loss_window_s": la.window_s}
+    if la.measure == "link":
+        out["loss_links"] = {str(r.address): ctx.radios.link_counters(host, r.ifname) for r in radios}
+    return out
 
 
 def sampling(ctx: RunContext, host: str) -> dict:

@@ -48,6 +48,10 @@ class Radios(Protocol):
     def restore(self) -> None:
         """Every link an event changed back to what the block configured, at once."""
 
+    def link_counters(self, host: str, iface: str) -> dict:
+        """Where a sender's agent reads what its link on `iface` lost (the loss-aware policy's
+        link measure; nodes/agent/rig_node/linkloss.py)."""
+
 
 class NoRadios:
     """Radios the rig neither measures nor drives (the physical lab's)."""
@@ -83,3 +87,6 @@ class NoRadios:
 
     def restore(self) -> None:
         pass
+
+    def link_counters(self, host: str, iface: str) -> dict:
+        return {"qdisc": iface}  # the node impairs what it sends with netem, which counts its drops

@@ -192,6 +192,36 @@ loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow st
     assert "loss-aware: 10.1.1.11 backup (loss 0." in record.logs["s1.stderr"]  # and the run's log says so
 
 
+@pytest.mark.emulated
+def test_with_the_link_measure_the_policy_sets_aside_the_lossy_link_at_the_papers_thresholds(emulator, rig_prefix):
+    """Seed 003's thresholds (WiFi 0.1 %, LTE 1 %): the drops at WiFi's full queue are no link
+    loss, and the LTE link's 5 % from 4 s on is."""
+    text = """
+name: la
+setups: [II]
+pairs: 1
+factors: {duration: [12s], policy: [loss-aware]}
+radios: links
+events:
+  - {at_s: 4, path: lte, loss_pct: 5, direction: up}
+loss_aware: {threshold_pct: {wifi: 0.1, lte: 1.0}, window_s: 1.0, measure: link}
+"""
+    campaign = parse_campaign(text, "la.yaml")
+    with one_pair_rig(rig_prefix, campaign=campaign) as ctx:
+        record = execute_run(ctx, expand(campaign).runs[0])
+    assert record.status != "failed", record.reason
+    t0 = _t0(record)
+    switches = record.timeseries["switches"].to_pylist()
+    to_backup = [s for s in switches if s["action"] == "backup"]
+    assert to_backup and {s["path"] for s in to_backup} == {"lte"}, switches
+    # at its threshold or above, from a window that may begin before the step: at most the 5 %
+    assert to_backup[0]["time"] > t0 + 4 and 0.01 <= to_backup[0]["loss"] <= 0.07, (to_backup[0], t0)
+    # WiFi's queue did drop: a loss-based TCP fills a drop-tail queue within seconds (measured: 29
+    # frames, 0.24 % of the WiFi subflow's bytes retransmitted, above its 0.1 %), yet it stayed
+    radio = record.timeseries["radio"].to_pylist()
+    assert sum(r.get("up_queue_drops") or 0 for r in radio if r.get("interface") == "wlan0") > 0
+
+
 def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
     import sys
 

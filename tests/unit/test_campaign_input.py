@@ -31,6 +31,8 @@ GOOD = (REPO / "campaigns" / "default.yaml").read_text()
         ("- just\n- a list\n", "(top level)", "mapping"),
         ("name: x\npaths: {manager: fullmesh}\n", "paths.manager", "'kernel' or 'userspace'"),
         ("name: x\nradios: models\nshared_medium: false\n", "shared_medium", "only the links radios"),
+        ("name: x\nradios: models\nloss_aware: {measure: link}\n", "loss_aware.measure", "per-hop loss counters"),
+        ("name: x\nloss_aware: {measure: queue}\n", "loss_aware.measure", "retransmissions"),
         ("name: x\npaths: {manager: userspace}\nfactors: {policy: [none, loss-aware]}\n", "factors.policy[1]",
          "policy none"),
     ],

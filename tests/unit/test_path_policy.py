@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from rig_node.linkloss import StatsLog
+from rig_node.linkloss import source as linkloss_source
 from rig_node.pathpolicy import Endpoints, LossAware, Sample, Switch
 
 MB = 1 << 20
@@ -171,6 +173,46 @@ def test_release_restores_every_path_the_policy_holds():
     run_rounds(p, 11, 0.1, {"w": (MB, 0.05), "l": (MB, 0)})
     assert [(s.address, s.action, s.loss) for s in p.release(99.0)] == [("w", "restore", None)]
     assert p.held() == [] and p.release(100.0) == []
+
+
+# -- the link measure: what each path's own link dropped at random ------------------------------
+
+def test_with_the_link_measure_a_full_queues_drops_do_not_count():
+    """w's subflow retransmits 2 % (its queue overflowing) but its link lost nothing; l's link
+    lost 5 % of its frames: l goes backup, w never does, at the paper's thresholds."""
+    p = LossAware({"w": 0.001, "l": 0.01}, window_s=1.0, measure="link")
+    switches = []
+    for k in range(1, 31):
+        t = k * 0.1
+        links = {"w": (1000 * k, 0), "l": (1000 * k, 50 * k)}  # cumulative (given, lost) frames
+        switches += p.observe(t, [Sample("a", "w", k * MB, k * MB // 50, k * MB, True),
+                                  Sample("b", "l", k * MB, 0, k * MB, True)], links)
+    assert [(s.address, s.action) for s in switches] == [("l", "backup")]
+    assert switches[0].loss == pytest.approx(0.05) and switches[0].t == pytest.approx(1.1)  # a window after the base
+
+
+def test_with_the_link_measure_too_few_frames_are_no_measure():
+    p = LossAware({"w": 0.001, "l": 0.01}, window_s=1.0, measure="link")
+    for k in range(1, 21):  # 10 % of l's frames lost, but it was given 40 in all (2 s of 20 a second)
+        assert p.observe(k * 0.1, [Sample("a", "w", k * MB, 0, k * MB, True), Sample("b", "l", k * MB, 0, k * MB, True)],
+                         {"w": (10_000 * k, 0), "l": (2 * k, (2 * k) // 10)}) == []
+
+
+def test_the_emulators_stats_log_is_read_from_its_end_as_it_grows(tmp_path):
+    log = tmp_path / "ap1.stats.jsonl"
+    log.write_text('{"t": 1.0, "station": "s1w", "up_frames": 900, "up_loss_drops": 100}\n{"t": 1.0, "sta')
+    reader = StatsLog(str(log), "s1w")  # what was logged before is not counted, the partial line neither
+    with log.open("a") as f:
+        f.write('tion": "s2w", "up_frames": 5, "up_loss_drops": 5}\n'
+                '{"t": 2.0, "station": "s1w", "up_frames": 95, "up_loss_drops": 5, "up_queue_drops": 40}\n'
+                '{"t": 2.0, "station": "s2w", "up_fr')
+    assert reader.read() == (100, 5)  # given: delivered + lost at random; a queue's drops are not the link's
+    with log.open("a") as f:
+        f.write('ames": 1}\n{"t": 3.0, "station": "s1w", "up_frames": 10, "up_loss_drops": 0}\n')
+    assert reader.read() == (110, 5)
+    with pytest.raises(ValueError, match="not stats"):
+        linkloss_source("stats:relative.jsonl:s1w")
+    assert isinstance(linkloss_source(f"stats:{log}:s1w"), StatsLog)
 
 
 def test_endpoints_by_address():

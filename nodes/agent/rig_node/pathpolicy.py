@@ -25,6 +25,12 @@ overflows lose more, they still do: cubic on the emulated Setup I WiFi (its own 
 configured, 40 MB) lost ~1 % in two 1 s spans, and the policy would have switched WiFi twice.
 Thresholds must lie above the paths' congestion loss, which a run with policy `none` shows.
 
+The `link` measure takes the paper's assumption instead, that the device knows its wireless
+link's loss: a path's sent and lost are the frames its own link was given and dropped at random
+(rig_node.linkloss: the emulated radio's per-second counters, or the lab's netem qdisc), not a
+full queue's drops. It needs no slow-start rule (a queue's overflow is not counted), and counts
+in frames, read once a second on the emulated rig: a measure ends at the latest second logged.
+
 Measures:
 - Loss is measured over the shortest span, ending at the latest sample, that is at least
   `window_s` long (and holds `min_sent_bytes`) in which either BACKUP_SEGMENTS segments were
@@ -67,7 +73,7 @@ import subprocess
 from collections import deque
 from dataclasses import dataclass
 
-MIN_SENT_BYTES = 64 * 1024  # ~45 full segments: less than that is no measure of loss
+MIN_SENT_SEGMENTS = 45  # ~64 kB: less than that is no measure of loss
 HOLD_WINDOWS = 10  # hold_s by default: this many windows
 SPAN_WINDOWS = 10  # a measure reaches back at most this many windows
 SETTLE_S = 1.0  # a subflow is measured from this long after its slow start ended
@@ -119,17 +125,21 @@ class LossAware:
     """Decides switches from successive rounds of subflow samples (`observe`)."""
 
     def __init__(self, thresholds: dict[str, float], window_s: float, hold_s: float | None = None,
-                 settle_s: float = SETTLE_S, min_sent_bytes: int = MIN_SENT_BYTES,
-                 backup_at_start: frozenset[str] = frozenset()):
+                 settle_s: float = SETTLE_S, backup_at_start: frozenset[str] = frozenset(),
+                 measure: str = "retransmissions"):
         if window_s <= 0:
             raise ValueError("window_s must be positive")
+        if measure not in ("retransmissions", "link"):
+            raise ValueError(f"measure {measure!r} is not retransmissions or link")
         self.thresholds, self.window_s, self.settle_s = dict(thresholds), window_s, settle_s
         self.hold_s = HOLD_WINDOWS * window_s if hold_s is None else hold_s
-        self.min_sent_bytes, self.fixed_backup = min_sent_bytes, frozenset(backup_at_start)
+        self.fixed_backup, self.measure = frozenset(backup_at_start), measure
+        self.unit = SEGMENT_BYTES if measure == "retransmissions" else 1  # a segment's size in the counters
         self.paths: dict[str, _Path] = {}
         self._last: dict[tuple, tuple[int, int, int]] = {}  # subflow key -> (sent, retrans, acked) last seen
         self._slow_start_end: dict[tuple, float] = {}  # subflow key -> when first seen with ssthresh set
         self._counting: set[tuple] = set()  # subflow keys whose counters count
+        self._link_base: dict[str, tuple[int, int]] = {}  # address -> its link's first reading
 
     def held(self) -> list[str]:
         """Paths this policy holds backup now."""
@@ -150,25 +160,36 @@ class LossAware:
         """Loss over the shortest span ending at t that is at least a window long and holds
         enough data: `segments` lost at the threshold, or (`lost_is_enough`) actually lost.
         None when the history has no such span."""
-        need_sent, need_lost = segments * SEGMENT_BYTES / threshold, segments * SEGMENT_BYTES
+        need_sent, need_lost = segments * self.unit / threshold, segments * self.unit
         for at, sent, retrans, _ in reversed(p.history):
             if at < p.counted_since:
                 break
             d_sent, d_retrans = p.sent - sent, p.retrans - retrans
-            if at <= t - self.window_s + 1e-9 and d_sent >= self.min_sent_bytes and \
+            if at <= t - self.window_s + 1e-9 and d_sent >= MIN_SENT_SEGMENTS * self.unit and \
                     (d_sent >= need_sent or (lost_is_enough and d_retrans >= need_lost)):
                 return d_retrans / d_sent
         return None
 
-    def observe(self, t: float, samples: list[Sample]) -> list[Switch]:
-        """One round of samples (every subflow of every connection, at about the same t): the
-        switches to make now, already counted as made."""
+    def observe(self, t: float, samples: list[Sample], links: dict[str, tuple[int, int]] | None = None) -> list[Switch]:
+        """One round of samples (every subflow of every connection, at about the same t), and with
+        the `link` measure each path's link counters (address -> cumulative (given, lost) frames):
+        the switches to make now, already counted as made."""
         for p in self.paths.values():
             p.established = False
+        if self.measure == "link":
+            for address, (given, lost) in (links or {}).items():
+                p = self.paths.setdefault(address, _Path())
+                given0, lost0 = self._link_base.setdefault(address, (given, lost))
+                if address not in self._counting:  # the first reading is the base: the span starts here
+                    self._counting.add(address)
+                    p.counted_since = t
+                p.sent, p.retrans = given - given0, lost - lost0
         for s in samples:
             p = self.paths.setdefault(s.address, _Path())
             sent0, retrans0, acked0 = self._last.get(s.key, (0, 0, 0))
-            if s.slow_start_over and t - self._slow_start_end.setdefault(s.key, t) >= self.settle_s:
+            # with the link measure, sent and lost are the link's: a subflow adds what it acknowledged
+            if self.measure == "retransmissions" and s.slow_start_over and \
+                    t - self._slow_start_end.setdefault(s.key, t) >= self.settle_s:
                 if s.key not in self._counting:  # what it sent before now is not counted: the span starts here
                     self._counting.add(s.key)
                     p.counted_since = t

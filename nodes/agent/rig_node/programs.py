@@ -48,12 +48,14 @@ TRANSFER = os.path.join(os.path.dirname(os.path.dirname(os.path.realpath(__file_
 def transfer(args: dict) -> list[str]:
     """The rig's own MPTCP transfer (rig_transfer.py), timed where the data arrives. A source
     samples its subflows every `sample_ms`; `loss_aware` ({local address: loss fraction}) with
-    `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy).
+    `loss_window_s` and `loss_hold_s` turns on the loss-aware path policy (rig_node.pathpolicy);
+    `loss_links` ({local address: its link's counters, {"stats": PATH, "station": NAME} or
+    {"qdisc": IFACE}}) makes it measure each path's link loss (rig_node.linkloss).
     A source with `hold` starts and waits for its start time (the `release` op); `paths` (local
     addresses) are the paths each of its connections must have a subflow on, which a connection
     that sent everything waits for up to `join_wait_s` after its start."""
     v.only(args, {"mode", "mptcp", "port", "connections", "target", "bind", "bytes", "seconds", "cc", "at", "hold", "timeout_s",
-                  "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s", "paths", "join_wait_s"}, "transfer")
+                  "interval_ms", "sample_ms", "loss_aware", "loss_window_s", "loss_hold_s", "paths", "join_wait_s", "loss_links"}, "transfer")
     mode = v.one_of(v.need(args, "mode", "transfer"), "transfer.mode", ("sink", "source"))
     # The command line the program takes; the agent runs it in a fork of itself (rig_node.forked),
     # so the interpreter's part is never started (-S: no site packages, stdlib only).
@@ -91,6 +93,12 @@ def transfer(args: dict) -> list[str]:
             raise v.Refused("transfer.loss_aware: no address")
         argv += ["--loss-aware", *(f"{v.ipv4(a, 'transfer.loss_aware')}="
                                    f"{v.number(f, f'transfer.loss_aware.{a}', 1e-6, 1.0)!r}" for a, f in thresholds.items())]
+    if "loss_links" in args:
+        links = v.mapping(args["loss_links"], "transfer.loss_links", 8)
+        if "loss_aware" not in args or set(args["loss_aware"]) - set(links):
+            raise v.Refused("transfer.loss_links: give one for each loss_aware address")
+        argv += ["--loss-link", *(f"{v.ipv4(a, 'transfer.loss_links')}={_link_source(s, f'transfer.loss_links.{a}')}"
+                                  for a, s in links.items())]
     if args.get("paths"):
         argv += ["--paths", *(">".join(v.ipv4(x, "transfer.paths") for x in str(a).split(">", 1))
                               for a in v.listed(args["paths"], "transfer.paths", 16))]
@@ -99,6 +107,21 @@ def transfer(args: dict) -> list[str]:
         if key in args:  # without loss_aware: checked, and without effect
             argv += [flag, str(v.number(args[key], f"transfer.{key}", lo, hi))]
     return argv
+
+
+def _link_source(spec: object, where: str) -> str:
+    """A link's counters as the transfer's --loss-link takes them: the emulated radio's stats log
+    (an absolute path to a `.stats.jsonl`, and its station) or an interface's qdisc."""
+    spec = v.mapping(spec, where, 2)
+    if set(spec) == {"qdisc"}:
+        return f"qdisc:{v.ifname(spec['qdisc'], where + '.qdisc')}"
+    if set(spec) == {"stats", "station"}:
+        path = spec["stats"]
+        if not isinstance(path, str) or not path.startswith("/") or not path.endswith(".stats.jsonl") \
+                or "/../" in path or ":" in path:
+            raise v.Refused(f"{where}.stats: {path!r} is not an absolute path to a .stats.jsonl")
+        return f"stats:{path}:{v.ifname(spec['station'], where + '.station')}"
+    raise v.Refused(f"{where}: give qdisc, or stats and station")
 
 
 PROGRAMS = {"iperf3": iperf3, "transfer": transfer}

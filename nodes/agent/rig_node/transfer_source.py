@@ -12,7 +12,7 @@ import sys
 import threading
 import time
 
-from rig_node import mptcp_info, pathpolicy, pm_events
+from rig_node import linkloss, mptcp_info, pathpolicy, pm_events
 from rig_node.mptcp_info import stream_socket
 from rig_node.stopping import STOPPED_ERROR, Stopped, start_thread, wait_readable
 
@@ -75,12 +75,14 @@ class Connection:
 
 class Sampler:
     """Samples every connection's subflows every `period_s` from `start` on (a grid: a late round
-    skips, never bunches), and feeds each round to the loss-aware policy when there is one."""
+    skips, never bunches), and feeds each round to the loss-aware policy when there is one, with
+    its paths' link counters (`links`: address -> rig_node.linkloss source) for the link measure."""
 
     def __init__(self, conns: list[Connection], period_s: float, start: float,
-                 policy: pathpolicy.LossAware | None, endpoints: pathpolicy.Endpoints | None):
+                 policy: pathpolicy.LossAware | None, endpoints: pathpolicy.Endpoints | None,
+                 links: dict | None = None):
         self.conns, self.period_s, self.start = conns, period_s, start
-        self.policy, self.endpoints = policy, endpoints
+        self.policy, self.endpoints, self.links = policy, endpoints, dict(links or {})
         self.switches: list[dict] = []
         self.error: str | None = None
         self._stop = threading.Event()
@@ -105,7 +107,8 @@ class Sampler:
                                      f.snd_ssthresh != mptcp_info.INFINITE_SSTHRESH)
                    for c in self.conns for f in c.sample()]
         if self.policy is not None and self.error is None:
-            self._apply(self.policy.observe(t, samples))
+            links = {a: src.read() for a, src in self.links.items()}
+            self._apply(self.policy.observe(t, samples, links))
 
     def _apply(self, switches: list[pathpolicy.Switch]) -> None:
         for sw in switches:
@@ -266,11 +269,14 @@ def _new_socket(tcp: bool, cc: str | None) -> socket.socket:
 def source(target: str, port: int, bind: str | None, connections: int, volume: int | None, seconds: float | None,
            cc: str | None, at: float | None, tcp: bool = False, sample_s: float = 0.1,
            loss_aware: dict[str, float] | None = None, loss_window_s: float = 1.0, loss_hold_s: float | None = None,
-           hold: bool = False, paths: tuple[str, ...] = (), join_wait_s: float = 5.0) -> dict:
+           hold: bool = False, paths: tuple[str, ...] = (), join_wait_s: float = 5.0,
+           loss_links: dict[str, str] | None = None) -> dict:
     policy = endpoints = None
+    links = {a: linkloss.source(spec) for a, spec in (loss_links or {}).items()}
     if loss_aware:  # the endpoints are read before the start, not in it
         endpoints = pathpolicy.Endpoints()
-        policy = pathpolicy.LossAware(loss_aware, loss_window_s, loss_hold_s, backup_at_start=endpoints.backup)
+        policy = pathpolicy.LossAware(loss_aware, loss_window_s, loss_hold_s, backup_at_start=endpoints.backup,
+                                      measure="link" if links else "retransmissions")
     conns = [Connection(i, tcp) for i in range(connections)]
     listener, events_error = None, None
     if not tcp:
@@ -296,7 +302,7 @@ def source(target: str, port: int, bind: str | None, connections: int, volume: i
             c.ready.wait()
         started = time.time() if start.at is None else start.at
         # Started before T0, its first round a period after it: nothing of it runs at the start.
-        sampler = Sampler(conns, sample_s, started, policy, endpoints)
+        sampler = Sampler(conns, sample_s, started, policy, endpoints, links)
         # Every socket prepared, every thread about to wait for its start: the runner sizes its lead from this.
         ready_at = time.time()
         for t in threads:

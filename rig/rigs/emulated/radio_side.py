@@ -107,6 +107,11 @@ class EmulatedRadios:
         return {c.id: c.actual for network in self._changed
                 for c in self.processes[network].applied(since, float("inf"))}
 
+    def link_counters(self, host: str, iface: str) -> dict:
+        """The radio emulator's per-second log of the station that is the sender's interface."""
+        network, tap = station_tap(self.processes, self.stations, host, iface, "the emulated rig")
+        return {"stats": str(self.processes[network].stats_log), "station": tap}
+
     def restore(self) -> None:
         for network, taps in self._changed.items():
             changes = []
