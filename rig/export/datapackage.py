@@ -24,7 +24,8 @@ DESCRIPTIONS = {
     "lateness_ms": "actual - planned, ms",
     "at_s": "the event's time after T0 in the campaign, seconds",
     "where": "where the event acted: radio (the emulator's link) or node (the node agent)",
-    "loss": "the path's loss (retransmitted / sent bytes) over the policy's window when it switched",
+    "loss": "the path's loss over the policy's window when it switched (its measure's: retransmitted / sent "
+            "bytes, or the link's own random drops / frames)",
     "action": "what the loss-aware policy did: backup or restore",
     "time": "sample time, Unix seconds (UTC)",
     "host": "host the sample was taken on",

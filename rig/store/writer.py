@@ -32,6 +32,8 @@ from rig.store import formats
 from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.reader import (ATTEMPTS, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS, TIMESERIES,
                               TRANSFERS, CAMPAIGN_FILE, CampaignDir, RunDir)
+from rig.core.errors import InputError
+from rig.model.campaign import Campaign, parse_campaign
 from rig.model.spec import Run
 from rig.store import failures
 
@@ -128,7 +130,8 @@ class CampaignStore:
         shard (metadata.json's `shard`; None: the whole campaign), unfinished meaning that some of
         `run_ids` (default: the plan's) are not recorded, or that the rig's faults failed one
         (set_aside_rig_faults; with `lagged`, or an emulator's lag alone). A plan.json or a run's status.json in a format this rig cannot
-        read is refused (InputError) before anything is written."""
+        read is refused (InputError) before anything is written, and so is a directory to resume
+        whose campaign.yaml differs from the plan's campaign in a setting (its runs would mix two)."""
         wanted = run_ids if run_ids is not None else {r.run_id for r in plan.runs}
         candidates = sorted(Path(out).glob(f"{plan.campaign.name}-*/{PLAN}"), key=lambda p: p.parent.name, reverse=True)
         for plan_file in candidates:
@@ -142,8 +145,21 @@ class CampaignStore:
                 continue
             store.rows()  # reads every recorded run's status.json now, checking its format
             if not wanted <= store.finished_ids() or store.rig_faults(lagged):
+                store._check_settings(plan.campaign)
                 return store
         return None
+
+    def _check_settings(self, campaign: Campaign) -> None:
+        """The plan's digest covers its runs; the campaign's other settings (impairments, radios,
+        the loss-aware policy ...) must be those the directory ran with too. Its description may
+        differ."""
+        path = str(self.root / CAMPAIGN_FILE)
+        saved = parse_campaign(self.dir.document(CAMPAIGN_FILE)[0], path).model_dump(exclude={"description"})
+        now = campaign.model_dump(exclude={"description"})
+        changed = next((k for k in now if saved.get(k) != now[k]), None)
+        if changed is not None:
+            raise InputError(path, changed, "differs from the campaign file's: --resume continues a campaign with the "
+                                            "settings it began with (run without --resume for a new directory)")
 
     @cached_property
     def _plan_head(self) -> tuple[str, str, int]:

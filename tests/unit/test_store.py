@@ -5,8 +5,10 @@ from __future__ import annotations
 import json
 
 import pyarrow.parquet as pq
+import pytest
 
 from fixtures.run_record import SMALL_CAMPAIGN, run_record
+from rig.core.errors import InputError
 from rig.model.campaign import parse_campaign
 from rig.campaign.plan import expand
 from rig.store.writer import RUNS_SCHEMA, CampaignStore
@@ -42,3 +44,18 @@ def test_partial_runs_are_discarded_and_resume_finds_unfinished(tmp_path):
     for run in plan.runs[1:]:
         store.write_run(run_record(run))
     assert CampaignStore.find_resumable(tmp_path, plan) is None  # finished: nothing to resume
+
+
+def test_resume_refuses_a_directory_whose_campaign_settings_changed(tmp_path):
+    """The digest covers the runs only: a file edited in a setting its run ids do not show
+    (here its impairments) must not resume into the directory of the one before."""
+    plan = expand(parse_campaign(SMALL_CAMPAIGN, "t"))
+    store = CampaignStore.create(tmp_path, plan, SMALL_CAMPAIGN, {})
+    store.write_run(run_record(plan.runs[0]))
+    described = expand(parse_campaign(SMALL_CAMPAIGN + "description: the same runs\n# a comment\n", "t"))
+    assert CampaignStore.find_resumable(tmp_path, described).root == store.root
+    edited = expand(parse_campaign(SMALL_CAMPAIGN + "impairments: {wifi: {delay_ms: 5}}\n", "t"))
+    assert edited.digest == plan.digest
+    with pytest.raises(InputError) as e:
+        CampaignStore.find_resumable(tmp_path, edited)
+    assert e.value.field == "impairments" and str(store.root / "campaign.yaml") in str(e.value)

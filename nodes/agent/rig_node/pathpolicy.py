@@ -33,11 +33,12 @@ in frames, read once a second on the emulated rig: a measure ends at the latest 
 
 Measures:
 - Loss is measured over the shortest span, ending at the latest sample, that is at least
-  `window_s` long (and holds `min_sent_bytes`) in which either BACKUP_SEGMENTS segments were
-  retransmitted or so much was sent that BACKUP_SEGMENTS would be at the threshold (4.3 MB at
-  0.1 %, 434 kB at 1 %), looking back at most SPAN_WINDOWS windows; without such a span there
-  is no measure. `window_s` is thus the shortest span: a path with little loss at a low
-  threshold is judged over more data, a clearly lossy one within a window.
+  `window_s` long (and holds MIN_SENT_SEGMENTS segments' worth) in which either BACKUP_SEGMENTS
+  segments were retransmitted or so much was sent that BACKUP_SEGMENTS would be at the threshold
+  (4.3 MB at 0.1 %, 434 kB at 1 %; the link measure: 3,000 and 300 frames), looking back at most
+  SPAN_WINDOWS windows; without such a span there is no measure. `window_s` is thus the shortest
+  span: a path with little loss at a low threshold is judged over more data, a clearly lossy one
+  within a window.
 - A subflow counts from `settle_s` (1 s) after its slow start ended (ssthresh set) on: slow
   start ends in an overshoot that loses a burst at the bottleneck queue, which says nothing
   about the link (emulated WiFi at 10 Mbit/s, no loss configured: 9.5 % of the first second's
@@ -179,10 +180,10 @@ class LossAware:
         if self.measure == "link":
             for address, (given, lost) in (links or {}).items():
                 p = self.paths.setdefault(address, _Path())
-                given0, lost0 = self._link_base.setdefault(address, (given, lost))
-                if address not in self._counting:  # the first reading is the base: the span starts here
-                    self._counting.add(address)
+                if address not in self._link_base:  # the first reading is the base: the span starts here
+                    self._link_base[address] = (given, lost)
                     p.counted_since = t
+                given0, lost0 = self._link_base[address]
                 p.sent, p.retrans = given - given0, lost - lost0
         for s in samples:
             p = self.paths.setdefault(s.address, _Path())
