@@ -197,15 +197,16 @@ loss_aware: {threshold_pct: {wifi: 12, lte: 12}, window_s: 1.0}  # above slow st
 @pytest.mark.emulated
 def test_with_the_link_measure_the_policy_sets_aside_the_lossy_link_at_the_papers_thresholds(emulator, rig_prefix):
     """Seed 003's thresholds (WiFi 0.1 %, LTE 1 %): the drops at WiFi's full queue are no link
-    loss, and the LTE link's 5 % from 4 s on is. WiFi's uplink queue is 10 frames, so that a
-    loss-based TCP overflows it in every run."""
+    loss, and the LTE link's 5 % from 4 s on is. WiFi's uplink is 2 Mbit/s with a 4-frame queue,
+    so that a loss-based TCP loses far more than 0.1 % there in every run (measured: 2.4-2.7 % of
+    the WiFi subflow's bytes retransmitted)."""
     text = """
 name: la
 setups: [II]
 pairs: 1
 factors: {duration: [12s], policy: [loss-aware]}
 radios: links
-impairments: {wifi: {queue_packets: 10, direction: up}}
+impairments: {wifi: {rate_bps: 2.0e6, queue_packets: 4, direction: up}}
 events:
   - {at_s: 4, path: lte, loss_pct: 5, direction: up}
 loss_aware: {threshold_pct: {wifi: 0.1, lte: 1.0}, window_s: 1.0, measure: link}
@@ -228,7 +229,8 @@ loss_aware: {threshold_pct: {wifi: 0.1, lte: 1.0}, window_s: 1.0, measure: link}
     for r in record.timeseries["transfer_subflows"].to_pylist():
         if r["path"] == "wifi":
             last[(r["local"], r["remote"])] = r
-    assert sum(r["bytes_retrans"] for r in last.values()) > 0.001 * sum(r["bytes_sent"] for r in last.values()), last
+    share = sum(r["bytes_retrans"] for r in last.values()) / sum(r["bytes_sent"] for r in last.values())
+    assert share > 0.001, last
 
 
 def test_one_process_at_a_time_drives_an_emulated_rig(tmp_path, rig_prefix):
