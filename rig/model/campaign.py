@@ -228,6 +228,13 @@ def parse_campaign(text: str, source: str) -> Campaign:
     return campaign
 
 
+def differing_setting(a: Campaign, b: Campaign) -> str | None:
+    """The first setting (a top-level field) in which two campaigns differ, None if none does:
+    runs of the two cannot share a directory. Only `description` may differ."""
+    da, db = a.model_dump(exclude={"description"}), b.model_dump(exclude={"description"})
+    return next((k for k in da if da[k] != db.get(k)), None)
+
+
 def check_radios(campaign: Campaign, source: str) -> None:
     """The radios and the mode go together (check_paths), and every path a campaign names is a
     radio its senders have: the single homings, the backup path, the events' and impairments' paths."""

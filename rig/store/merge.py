@@ -3,7 +3,8 @@ run on several hosts, rig.campaign.shards, or any partial runs of it) joined int
 directory, every planned run exactly once.
 
 Everything is checked before anything is written (one InputError line): the directories' plans
-have the same digest and their campaign files the same content, every run they recorded is in
+have the same digest and their campaign files the same settings (rig.model.campaign.
+differing_setting: only a description may differ), every run they recorded is in
 the plan, a run recorded by two directories has the same record in both (a copy of the same
 shard) and is taken once, and every planned run is recorded by one of them (with `partial`, the
 missing ones are listed and the merge is an unfinished campaign directory that `rig campaign run
@@ -23,7 +24,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from rig.core.errors import InputError
-from rig.core.yamlfile import load_yaml
+from rig.model.campaign import differing_setting, parse_campaign
 from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.inputs import campaign_dir
 from rig.store.reader import CAMPAIGN_FILE, METADATA, PLAN, RUNS_TABLE, CampaignDir
@@ -110,14 +111,15 @@ def check(dirs: list[Path], to: Path, partial: bool = False) -> tuple[list[Sourc
         seen[real] = Path(d)
     sources = [_source(Path(d)) for d in dirs]
     first = sources[0]
-    first_campaign = load_yaml(first.campaign_text, str(first.dir.root / CAMPAIGN_FILE))
+    first_campaign = parse_campaign(first.campaign_text, str(first.dir.root / CAMPAIGN_FILE))
     for s in sources[1:]:
         if s.plan["digest"] != first.plan["digest"]:
             raise InputError(str(s.dir.plan_path), "digest", f"{s.plan['digest']} differs from {first.plan['digest']} "
                                                              f"of {first.dir.root}: a merge joins directories of one plan")
-        if load_yaml(s.campaign_text, str(s.dir.root / CAMPAIGN_FILE)) != first_campaign:
-            raise InputError(str(s.dir.root / CAMPAIGN_FILE), "", f"differs from {first.dir.root / CAMPAIGN_FILE}: "
-                                                                  "the directories ran different campaign files")
+        changed = differing_setting(parse_campaign(s.campaign_text, str(s.dir.root / CAMPAIGN_FILE)), first_campaign)
+        if changed is not None:
+            raise InputError(str(s.dir.root / CAMPAIGN_FILE), "", f"differs from {first.dir.root / CAMPAIGN_FILE} in "
+                                                                  f"{changed}: the directories ran different campaigns")
     planned = [r["run_id"] for r in first.plan["runs"]]
     known = set(planned)
     taken: dict[str, Source] = {}

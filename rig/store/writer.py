@@ -33,7 +33,7 @@ from rig.store.columns import RUNS_SCHEMA, run_rows, runs_table
 from rig.store.reader import (ATTEMPTS, LOGS, METADATA, PAIRS, PARAMS, PLAN, RUNS, RUNS_TABLE, STATUS, TIMESERIES,
                               TRANSFERS, CAMPAIGN_FILE, CampaignDir, RunDir)
 from rig.core.errors import InputError
-from rig.model.campaign import Campaign, parse_campaign
+from rig.model.campaign import Campaign, differing_setting, parse_campaign
 from rig.model.spec import Run
 from rig.store import failures
 
@@ -154,9 +154,7 @@ class CampaignStore:
         the loss-aware policy ...) must be those the directory ran with too. Its description may
         differ."""
         path = str(self.root / CAMPAIGN_FILE)
-        saved = parse_campaign(self.dir.document(CAMPAIGN_FILE)[0], path).model_dump(exclude={"description"})
-        now = campaign.model_dump(exclude={"description"})
-        changed = next((k for k in now if saved.get(k) != now[k]), None)
+        changed = differing_setting(parse_campaign(self.dir.document(CAMPAIGN_FILE)[0], path), campaign)
         if changed is not None:
             raise InputError(path, changed, "differs from the campaign file's: --resume continues a campaign with the "
                                             "settings it began with (run without --resume for a new directory)")

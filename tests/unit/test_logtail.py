@@ -1,10 +1,10 @@
-"""A JSON-lines log read as it grows (rig/rigs/emulated/logtail.py): each row parsed once, a partial last
+"""A JSON-lines log read as it grows (nodes/agent/rig_node/jsonltail.py): each row parsed once, a partial last
 line left for later, a log written anew read from its start, old rows let go."""
 
 import json
 import os
 
-from rig.rigs.emulated.logtail import JsonlTail
+from rig_node.jsonltail import JsonlTail
 
 
 def _append(path, *rows, end="\n"):

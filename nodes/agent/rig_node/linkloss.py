@@ -22,35 +22,20 @@ import json
 import os
 import subprocess
 
+from rig_node.jsonltail import JsonlTail
+
 
 class StatsLog:
     """A station's uplink counters from the emulator's per-second log, read as it grows from
     its end when this was made (what it logged before is no run's: the log spans the block)."""
 
     def __init__(self, path: str, station: str):
-        self.path, self.station = path, station
-        try:
-            self.offset = os.path.getsize(path)
-        except FileNotFoundError:
-            self.offset = 0
+        self.station, self.log = station, JsonlTail(path, from_end=True)
         self.given = self.lost = 0
-        self._partial = b""
-        self._mid_line = self.offset > 0  # the end may be inside a line being written
 
     def read(self) -> tuple[int, int]:
         """(given, lost) so far; the log's last complete line is up to a second old."""
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self.offset)
-                data = f.read()
-        except FileNotFoundError:
-            return self.given, self.lost
-        self.offset += len(data)
-        *lines, self._partial = (self._partial + data).split(b"\n")
-        if self._mid_line and lines:
-            lines, self._mid_line = lines[1:], False
-        for line in lines:
-            row = json.loads(line) if line.strip() else {}
+        for row in self.log.new_rows():
             if row.get("station") == self.station:
                 self.given += int(row.get("up_frames", 0)) + int(row.get("up_loss_drops", 0))
                 self.lost += int(row.get("up_loss_drops", 0))

@@ -31,9 +31,12 @@ from rig.core import process
 from rig.rigs.emulated import control
 from rig.rigs.emulated.build import emulator_binary
 from rig.rigs.emulated.control import AppliedChange, PipeChange
-from rig.rigs.emulated.logtail import JsonlTail
 from rig.rigs.emulated.radiospec import RadioNetworkSpec, emulator_config
 from rig.core.errors import RigError
+from rig.core.repo import node_package
+
+node_package()
+from rig_node.jsonltail import JsonlTail  # noqa: E402 - the agent's, which reads the same logs
 
 
 @dataclass(frozen=True)
