@@ -204,11 +204,13 @@ def test_the_emulators_stats_log_is_read_from_its_end_as_it_grows(tmp_path):
     reader = StatsLog(str(log), "s1w")  # what was logged before is not counted, the partial line neither
     with log.open("a") as f:
         f.write('tion": "s2w", "up_frames": 5, "up_loss_drops": 5}\n'
-                '{"t": 2.0, "station": "s1w", "up_frames": 95, "up_loss_drops": 5, "up_queue_drops": 40}\n'
-                '{"t": 2.0, "station": "s2w", "up_fr')
+                # its second began before the reader did: the previous run's last frames, at its loss
+                '{"t": 2.0, "station": "s1w", "up_frames": 80, "up_loss_drops": 20}\n'
+                '{"t": 3.0, "station": "s1w", "up_frames": 95, "up_loss_drops": 5, "up_queue_drops": 40}\n'
+                '{"t": 3.0, "station": "s2w", "up_fr')
     assert reader.read() == (100, 5)  # given: delivered + lost at random; a queue's drops are not the link's
     with log.open("a") as f:
-        f.write('ames": 1}\n{"t": 3.0, "station": "s1w", "up_frames": 10, "up_loss_drops": 0}\n')
+        f.write('ames": 1}\n{"t": 4.0, "station": "s1w", "up_frames": 10, "up_loss_drops": 0}\n')
     assert reader.read() == (110, 5)
     with pytest.raises(ValueError, match="not stats"):
         linkloss_source("stats:relative.jsonl:s1w")

@@ -27,18 +27,25 @@ from rig_node.jsonltail import JsonlTail
 
 class StatsLog:
     """A station's uplink counters from the emulator's per-second log, read as it grows from
-    its end when this was made (what it logged before is no run's: the log spans the block)."""
+    its end when this was made (what it logged before is no run's: the log spans the block).
+    The first row read is left out too: its second began before this reader did, so it holds
+    what went before it (the previous run's last frames, at that run's loss)."""
 
     def __init__(self, path: str, station: str):
         self.station, self.log = station, JsonlTail(path, from_end=True)
         self.given = self.lost = 0
+        self._straddled = False  # the first row, which straddles this reader's start, was read
 
     def read(self) -> tuple[int, int]:
         """(given, lost) so far; the log's last complete line is up to a second old."""
         for row in self.log.new_rows():
-            if row.get("station") == self.station:
-                self.given += int(row.get("up_frames", 0)) + int(row.get("up_loss_drops", 0))
-                self.lost += int(row.get("up_loss_drops", 0))
+            if row.get("station") != self.station:
+                continue
+            if not self._straddled:
+                self._straddled = True
+                continue
+            self.given += int(row.get("up_frames", 0)) + int(row.get("up_loss_drops", 0))
+            self.lost += int(row.get("up_loss_drops", 0))
         return self.given, self.lost
 
 

@@ -29,7 +29,9 @@ The `link` measure takes the paper's assumption instead, that the device knows i
 link's loss: a path's sent and lost are the frames its own link was given and dropped at random
 (rig_node.linkloss: the emulated radio's per-second counters, or the lab's netem qdisc), not a
 full queue's drops. It needs no slow-start rule (a queue's overflow is not counted), and counts
-in frames, read once a second on the emulated rig: a measure ends at the latest second logged.
+in frames, read once a second on the emulated rig: a measure ends at the latest second logged,
+and counts from the first second that began after the transfer did (the one before also holds
+the previous run's last frames).
 
 Measures:
 - Loss is measured over the shortest span, ending at the latest sample, that is at least
