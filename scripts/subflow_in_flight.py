@@ -1,9 +1,9 @@
 """What each dual run's subflows on one path kept in flight over a stretch of the transfer.
 
-From the sender's tcp_info samples (timeseries/transfer_subflows.parquet): the median of bytes
-sent less retransmitted less acknowledged, the median smoothed RTT, the rate acknowledged and the
-last congestion window, per run, for the path's subflow samples between FROM and TO seconds after the
-run's first sample. A subflow that keeps a fixed, small amount in flight at its base RTT with a
+From the sender's tcp_info samples (timeseries/transfer_subflows.parquet), per subflow of the
+path between FROM and TO seconds after the run's first sample: the median of bytes sent less
+retransmitted less acknowledged, the median smoothed RTT, the rate acknowledged and the last
+congestion window. A subflow that keeps a fixed, small amount in flight at its base RTT with a
 large window is held by a window other than its own (the receiver's, or the MPTCP-level one).
 Numbers printed, never asserted.
 
@@ -19,24 +19,24 @@ import statistics
 from rig.store.reader import CampaignDir
 
 
-def in_flight(run, path: str, start_s: float, end_s: float) -> dict | None:
-    """The path's subflow samples in [start_s, end_s] of the run (a run of one connection each)."""
+def in_flight(run, path: str, start_s: float, end_s: float) -> list[dict]:
+    """One row per subflow of the path with at least two samples in [start_s, end_s] of the run."""
     samples = run.series("transfer_subflows")
-    if samples is None:
-        return None
-    rows = sorted(samples.to_pylist(), key=lambda r: r["time"])
+    rows = sorted(samples.to_pylist(), key=lambda r: r["time"]) if samples is not None else []
     if not rows:
-        return None
-    t0 = rows[0]["time"]
-    rows = [r for r in rows if r["path"] == path and start_s <= r["time"] - t0 <= end_s]
-    if len(rows) < 2:
-        return None
-    flight = [r["bytes_sent"] - r["bytes_retrans"] - r["bytes_acked"] for r in rows]
-    acked = rows[-1]["bytes_acked"] - rows[0]["bytes_acked"]
-    return {"in_flight_kb": statistics.median(flight) / 1e3,
-            "rtt_ms": statistics.median(r["rtt_ms"] for r in rows),
-            "rate_mbps": acked * 8 / (rows[-1]["time"] - rows[0]["time"]) / 1e6,
-            "cwnd": rows[-1]["cwnd"]}
+        return []
+    t0, subflows = rows[0]["time"], {}
+    for r in rows:
+        if r["path"] == path and start_s <= r["time"] - t0 <= end_s:
+            subflows.setdefault((r["pair"], r["connection"], r["local"], r["remote"]), []).append(r)
+    return [{"subflow": key,
+             "in_flight_kb": statistics.median(r["bytes_sent"] - r["bytes_retrans"] - r["bytes_acked"]
+                                               for r in rs) / 1e3,
+             "rtt_ms": statistics.median(r["rtt_ms"] for r in rs),
+             "rate_mbps": (rs[-1]["bytes_acked"] - rs[0]["bytes_acked"]) * 8
+                          / (rs[-1]["time"] - rs[0]["time"]) / 1e6,
+             "cwnd": rs[-1]["cwnd"]}
+            for key, rs in subflows.items() if len(rs) >= 2]
 
 
 def main() -> None:
@@ -50,9 +50,10 @@ def main() -> None:
         for run in CampaignDir(d).recorded():
             if run.params().get("homing") != "dual":
                 continue
-            f = in_flight(run, args.path, args.start, args.end)
-            if f:
-                print(f"{run.run_id}: {args.path} {args.start:g}-{args.end:g} s: in flight "
+            for f in in_flight(run, args.path, args.start, args.end):
+                pair, connection, local, _ = f["subflow"]
+                print(f"{run.run_id} pair {pair} conn {connection} {local}: {args.path} "
+                      f"{args.start:g}-{args.end:g} s: in flight "
                       f"{f['in_flight_kb']:.1f} KB, RTT {f['rtt_ms']:.1f} ms, "
                       f"{f['rate_mbps']:.1f} Mbit/s, cwnd {f['cwnd']}")
 
