@@ -30,8 +30,8 @@ def in_flight(run, path: str, start_s: float, end_s: float) -> list[dict]:
         if r["path"] == path and start_s <= r["time"] - t0 <= end_s:
             subflows.setdefault((r["pair"], r["connection"], r["local"], r["remote"]), []).append(r)
     return [{"subflow": key,
-             "in_flight_kb": statistics.median(r["bytes_sent"] - r["bytes_retrans"] - r["bytes_acked"]
-                                               for r in rs) / 1e3,
+             "in_flight_kb": statistics.median(
+                 r["bytes_sent"] - r["bytes_retrans"] - r["bytes_acked"] for r in rs) / 1e3,
              "rtt_ms": statistics.median(r["rtt_ms"] for r in rs),
              "rate_mbps": (rs[-1]["bytes_acked"] - rs[0]["bytes_acked"]) * 8
                           / (rs[-1]["time"] - rs[0]["time"]) / 1e6,
