@@ -11,23 +11,14 @@
 set -eu
 RCVBUF=${1:-1000000} CONNS=${2:-10} CC=${3:-olia} VOLUME=${4:-15M} TRIES=${5:-10}
 STALL_S=${STALL_S:-20}
-SND=stall-snd-$$ RCV=stall-rcv-$$
-cleanup() { ip netns del "$SND" 2>/dev/null || true; ip netns del "$RCV" 2>/dev/null || true; }
-trap cleanup EXIT INT TERM
-ip netns add "$SND"; ip netns add "$RCV"
-ip link add wifi netns "$SND" type veth peer name wifi netns "$RCV"
-ip link add lte netns "$SND" type veth peer name lte netns "$RCV"
-for ns in "$SND" "$RCV"; do ip -n "$ns" link set lo up; ip -n "$ns" link set wifi up; ip -n "$ns" link set lte up; done
-ip -n "$SND" addr add 10.91.1.1/24 dev wifi; ip -n "$RCV" addr add 10.91.1.2/24 dev wifi
-ip -n "$SND" addr add 10.91.2.1/24 dev lte;  ip -n "$RCV" addr add 10.91.2.2/24 dev lte
+. "$(dirname "$0")/two_namespaces.sh"
+two_namespaces stall 10.91
 # An 802.11g-like WiFi uplink and a slower LTE one with a deep queue (tbf: a kernel without
 # sch_netem has it): the LTE subflow's data arrives late, as over the radios.
 ip netns exec "$SND" tc qdisc add dev wifi root tbf rate 20mbit burst 16kb latency 20ms
 ip netns exec "$SND" tc qdisc add dev lte root tbf rate 8mbit burst 16kb latency 300ms
 # The receiver announces its LTE side; the sender joins it (the rig's paired paths).
-ip -n "$RCV" mptcp limits set subflows 2 add_addr_accepted 0
 ip -n "$RCV" mptcp endpoint add 10.91.2.2 dev lte signal
-ip -n "$SND" mptcp limits set subflows 2 add_addr_accepted 2
 ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rmem="4096 $RCVBUF $RCVBUF"
 ip netns exec "$SND" sysctl -qw net.ipv4.tcp_no_metrics_save=1
 ip netns exec "$SND" modprobe "tcp_$CC" 2>/dev/null || true

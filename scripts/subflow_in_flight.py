@@ -4,8 +4,9 @@ From the sender's tcp_info samples (timeseries/transfer_subflows.parquet), per s
 path between FROM and TO seconds after the run's first sample: the median of bytes sent less
 retransmitted less acknowledged, the median smoothed RTT, the rate acknowledged and the last
 congestion window. A subflow that keeps a fixed, small amount in flight at its base RTT with a
-large window is held by a window other than its own (the receiver's, or the MPTCP-level one).
-Numbers printed, never asserted.
+large window is held by a window other than its own: each row also shows the median window the
+receiver offered (snd_wnd in timeseries/subflows.parquet, where the run recorded it; docs/
+campaigns.md, "Receive buffers"). Numbers printed, never asserted.
 
     PYTHONPATH=. .venv/bin/python scripts/subflow_in_flight.py [--path lte] [--from 3] [--to 10] \
         results/<campaign>-<id> ...
@@ -39,6 +40,19 @@ def in_flight(run, path: str, start_s: float, end_s: float) -> list[dict]:
             for key, rs in subflows.items() if len(rs) >= 2]
 
 
+def offered_windows(run, start_s: float, end_s: float) -> dict[tuple[str, str], float]:
+    """(local, remote) -> the median window the receiver offered the sender's subflow in the
+    stretch, from the socket snapshots (times from the transfer's first sample, as in_flight)."""
+    snaps, series = run.series("subflows"), run.series("transfer_subflows")
+    if snaps is None or "snd_wnd" not in snaps.column_names or not (series and series.num_rows):
+        return {}
+    t0, windows = min(series.column("time").to_pylist()), {}
+    for r in snaps.to_pylist():
+        if r["snd_wnd"] is not None and start_s <= r["time"] - t0 <= end_s:
+            windows.setdefault((r["local"], r["remote"]), []).append(r["snd_wnd"])
+    return {key: statistics.median(w) for key, w in windows.items()}
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("dirs", nargs="+")
@@ -50,12 +64,15 @@ def main() -> None:
         for run in CampaignDir(d).recorded():
             if run.params().get("homing") != "dual":
                 continue
+            windows = offered_windows(run, args.start, args.end)
             for f in in_flight(run, args.path, args.start, args.end):
-                pair, connection, local, _ = f["subflow"]
+                pair, connection, local, remote = f["subflow"]
+                window = windows.get((local, remote))
                 print(f"{run.run_id} pair {pair} conn {connection} {local}: {args.path} "
                       f"{args.start:g}-{args.end:g} s: in flight "
                       f"{f['in_flight_kb']:.1f} KB, RTT {f['rtt_ms']:.1f} ms, "
-                      f"{f['rate_mbps']:.1f} Mbit/s, cwnd {f['cwnd']}")
+                      f"{f['rate_mbps']:.1f} Mbit/s, cwnd {f['cwnd']}"
+                      + (f", window offered {window / 1e3:.1f} KB" if window is not None else ""))
 
 
 if __name__ == "__main__":

@@ -1,4 +1,5 @@
-"""What each TCP socket or MPTCP subflow runs, from `ss -tinH`: the CC, window, RTT, bytes acked."""
+"""What each TCP socket or MPTCP subflow runs, from `ss -tinH` (with `-m`, its buffers too): the CC,
+windows, RTT, bytes acked."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from rig.congestion.tools import in_netns, run
 from rig.core.errors import RigError
 
 _SS_ADDR = re.compile(r"^\S+\s+\S+\s+(?P<local>\S+)\s+(?P<remote>\S+)")
+_RCVBUF = re.compile(r"\brb(\d+)")  # in skmem:(r0,rb131072,t0,...): the socket's sk_rcvbuf
 
 
 def subflow_ccs(netns: str | None) -> list[dict]:
@@ -15,7 +17,8 @@ def subflow_ccs(netns: str | None) -> list[dict]:
 
     Each dict: local, remote ("addr:port"), cc, mptcp (True for an MPTCP subflow), and
     cwnd (packets), rtt_ms (smoothed) and bytes_acked when ss reports them, ssthresh (packets)
-    when it is not infinite (ss leaves it out then).
+    when it is not infinite (ss leaves it out then); snd_wnd (the window the peer offers) and
+    rcv_ssthresh (the most this end offers for now), bytes; rcvbuf (sk_rcvbuf, bytes) with `-m`.
     """
     p = run(in_netns(netns, ["ss", "-tinH", "state", "established"]), timeout=20)
     if p.returncode != 0:
@@ -34,17 +37,21 @@ def parse_ss(text: str) -> list[dict]:
             m = _SS_ADDR.match(line)
             sock = {"local": m["local"], "remote": m["remote"]} if m else None
             continue
-        if sock is not None:  # info line: the CC name comes first
+        if sock is not None:  # info line: the CC name comes first (after skmem)
             words = line.split()
-            sock["cc"] = words[0] if words and ":" not in words[0] else ""
+            named = [w for w in words if not w.startswith("skmem:")]  # -m puts skmem before the CC
+            sock["cc"] = named[0] if named and ":" not in named[0] else ""
             sock["mptcp"] = "tcp-ulp-mptcp" in words
             fields = dict(w.split(":", 1) for w in words if ":" in w)
             if fields.get("cwnd", "").isdigit():
                 sock["cwnd"] = int(fields["cwnd"])
             if fields.get("ssthresh", "").isdigit():
                 sock["ssthresh"] = int(fields["ssthresh"])
-            if fields.get("bytes_acked", "").isdigit():
-                sock["bytes_acked"] = int(fields["bytes_acked"])
+            for key in ("bytes_acked", "snd_wnd", "rcv_ssthresh"):
+                if fields.get(key, "").isdigit():
+                    sock[key] = int(fields[key])
+            if (rb := _RCVBUF.search(fields.get("skmem", ""))):
+                sock["rcvbuf"] = int(rb[1])
             if "rtt" in fields:
                 sock["rtt_ms"] = float(fields["rtt"].split("/")[0])
             out.append(sock)

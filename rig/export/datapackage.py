@@ -45,6 +45,7 @@ DESCRIPTIONS = {
     "remote": "remote address:port of the subflow",
     "cwnd": "congestion window, segments",
     "rtt_ms": "smoothed RTT, ms",
+    "snd_wnd": "the window the subflow's receiver offers, bytes",
     "initial": "whether the subflow is its connection's first (the others are joins)",
     "ready_s": "a join's: when its path manager could first open it (the connection fully established, or its "
                "remote address announced), seconds after its connection's first SYN",

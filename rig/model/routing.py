@@ -114,6 +114,9 @@ def node_plan(topo: Topology, host: str, homing: str = "dual", backup: str = "no
     raise KeyError(f"{host} is not a node of this topology")
 
 
-def receive_buffer(rcvbuf_bytes: int) -> dict[str, str]:
-    """The receive buffer caps what a receiver advertises (seed 002's 'receiver buffer')."""
-    return {"net.ipv4.tcp_rmem": f"4096 {min(131072, rcvbuf_bytes)} {rcvbuf_bytes}"}
+def receive_buffer(rcvbuf_bytes: int, autotuning: bool = True) -> dict[str, str]:
+    """The receive buffer caps what a receiver advertises (seed 002's 'receiver buffer'): the most
+    its autotuning may grow a socket's buffer to from Linux's default, or without autotuning
+    every socket's buffer from the start."""
+    start = min(131072, rcvbuf_bytes) if autotuning else rcvbuf_bytes
+    return {"net.ipv4.tcp_rmem": f"4096 {start} {rcvbuf_bytes}", "net.ipv4.tcp_moderate_rcvbuf": str(int(autotuning))}

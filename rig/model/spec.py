@@ -88,6 +88,9 @@ class Tcp(StrictModel):
     no_metrics_save: bool = True  # runs must not inherit cached ssthresh/RTT from earlier runs
     # A fixed initial ssthresh in packets (the rig's BPF congestion controls; docs/congestion-control.md).
     initial_ssthresh: int | None = Field(default=None, ge=2, le=1_000_000)
+    # false: each receiver socket's buffer is the run's rcvbuf from the start and stays so
+    # (net.ipv4.tcp_moderate_rcvbuf=0), as on seed 003's machines; docs/campaigns.md, "Receive buffers".
+    rcvbuf_autotuning: bool = True
 
 
 class Limits(StrictModel):

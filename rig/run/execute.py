@@ -162,7 +162,7 @@ def configure(ctx: RunContext, run: Run, prepared: bool) -> dict[str, dict]:
 
     def node(a) -> None:
         if a.host in receivers:
-            ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes))
+            ctx.apply(a, "sysctl", values=receive_buffer(run.rcvbuf_bytes, ctx.settings.tcp.rcvbuf_autotuning))
             if not prepared:
                 start_sink(ctx, run, a, ctx.port)
                 wait_listening(a, ctx.port)

@@ -1,6 +1,6 @@
 """Per-subflow snapshots (`ss -tinH` taken by the node agents during a run): the run's
-cwnd/RTT series, the congestion control each subflow actually ran, and windows that cannot
-be real."""
+cwnd/RTT series, the window the receiver offered, the congestion control each subflow actually
+ran, and windows that cannot be real."""
 
 from __future__ import annotations
 
@@ -9,7 +9,8 @@ import pyarrow as pa
 from rig.congestion import parse_ss
 
 SCHEMA = pa.schema([("time", pa.float64()), ("host", pa.string()), ("local", pa.string()), ("remote", pa.string()),
-                    ("cc", pa.string()), ("cwnd", pa.int64()), ("rtt_ms", pa.float64()), ("bytes_acked", pa.int64())])
+                    ("cc", pa.string()), ("cwnd", pa.int64()), ("rtt_ms", pa.float64()), ("bytes_acked", pa.int64()),
+                    ("snd_wnd", pa.int64())])
 DATA_BYTES = 8 * 1024  # subflows that acked less belong to iperf3's control connection or carried nothing
 
 
@@ -22,7 +23,7 @@ def subflow_rows(snapshots: dict[str, list]) -> list[dict]:
                 if sock.get("mptcp"):
                     rows.append({"time": t, "host": host, "local": sock["local"], "remote": sock["remote"],
                                  "cc": sock.get("cc", ""), "cwnd": sock.get("cwnd"), "rtt_ms": sock.get("rtt_ms"),
-                                 "bytes_acked": sock.get("bytes_acked")})
+                                 "bytes_acked": sock.get("bytes_acked"), "snd_wnd": sock.get("snd_wnd")})
     return rows
 
 

@@ -35,7 +35,7 @@ def test_mptcp_subflows_of_the_lia_connection(loopback):
     # the client's two data subflows: the join from 127.0.0.2 (ss appends %lo) and the first one
     join = socks[("127.0.0.2%lo:40421", "127.0.0.1:5301")]
     assert join == {"local": "127.0.0.2%lo:40421", "remote": "127.0.0.1:5301", "cc": "lia", "mptcp": True,
-                    "cwnd": 10, "bytes_acked": 2455401, "rtt_ms": 35.241}
+                    "cwnd": 10, "bytes_acked": 2455401, "snd_wnd": 1988608, "rcv_ssthresh": 65495, "rtt_ms": 35.241}
     first = socks[("127.0.0.1:54882", "127.0.0.1:5301")]
     assert (first["cc"], first["mptcp"], first["cwnd"], first["bytes_acked"], first["rtt_ms"]) == \
         ("lia", True, 11, 4950286, 0.139)
@@ -48,7 +48,7 @@ def test_plain_tcp_and_control_connections(loopback):
     socks = by_ends(loopback)
     cubic = socks[("127.0.0.1:59220", "127.0.0.1:5302")]
     assert cubic == {"local": "127.0.0.1:59220", "remote": "127.0.0.1:5302", "cc": "cubic", "mptcp": False,
-                     "cwnd": 11, "bytes_acked": 3801126, "rtt_ms": 0.087}
+                     "cwnd": 11, "bytes_acked": 3801126, "snd_wnd": 328704, "rcv_ssthresh": 65495, "rtt_ms": 0.087}
     # bbr's "bbr:(bw:...,mrtt:...)" field does not disturb the others
     control = socks[("127.0.0.1:59212", "127.0.0.1:5302")]
     assert (control["cc"], control["mptcp"], control["cwnd"], control["bytes_acked"]) == ("bbr", False, 13, 207)
@@ -78,3 +78,20 @@ def test_ssthresh_when_ss_shows_one():
         ("127.0.0.2%lo:44377", "127.0.0.1:5301"): ("bbr", None),
         ("127.0.0.2%lo:47607", "127.0.0.1:5301"): ("olia", 45),
     }
+
+
+def test_buffers_with_skmem():
+    """ss-tinmH-mptcp-joined-rcvbuf.txt: `ss -tinmH state established` on the sender (its two lines
+    first) and then the receiver of an emulated dual run (kernel 6.18, balia, tcp_rmem 4096 131072
+    1000000), 5 s in, with the WiFi path set to backup. The LTE subflow joined after the connection's
+    receive buffer had reached tcp_rmem's most: the receiver's end of it kept the default 131072
+    (rb), offers at most 85504 (rcv_ssthresh), and the sender sees that window (snd_wnd) and has
+    that much in flight. -m puts skmem before the CC name."""
+    socks = by_ends(parse_ss((DATA / "ss-tinmH-mptcp-joined-rcvbuf.txt").read_text()))
+    sender_lte = socks[("10.45.0.11:34237", "10.45.0.21:5302")]
+    assert (sender_lte["cc"], sender_lte["mptcp"], sender_lte["cwnd"], sender_lte["snd_wnd"]) == ("balia", True, 917, 85504)
+    receiver_lte = socks[("10.45.0.21:5302", "10.45.0.11:34237")]
+    assert (receiver_lte["cc"], receiver_lte["rcvbuf"], receiver_lte["rcv_ssthresh"]) == ("bbr", 131072, 85504)
+    receiver_wifi = socks[("10.1.2.21:5302", "10.1.1.11:53273")]
+    assert (receiver_wifi["rcvbuf"], receiver_wifi["rcv_ssthresh"]) == (1000000, 652343)
+    assert all(s["mptcp"] for s in socks.values()) and len(socks) == 4

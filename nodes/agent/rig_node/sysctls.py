@@ -11,6 +11,7 @@ ALLOWED = frozenset({
     "net.mptcp.enabled", "net.mptcp.allow_join_initial_addr_port", "net.mptcp.blackhole_timeout",
     "net.mptcp.scheduler", "net.mptcp.pm_type", "net.mptcp.path_manager",
     "net.ipv4.tcp_no_metrics_save", "net.ipv4.tcp_notsent_lowat", "net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem",
+    "net.ipv4.tcp_moderate_rcvbuf",
     "net.ipv4.conf.all.rp_filter", "net.ipv4.conf.default.rp_filter",
     "net.ipv4.conf.all.arp_ignore", "net.ipv4.conf.all.arp_announce",
 })
