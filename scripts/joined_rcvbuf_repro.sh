@@ -17,8 +17,8 @@
 set -eu
 RCVBUF_MAX=${1:-200000} WHEN=${2:-late} SECONDS_=${3:-20}
 DEFAULT=131072
+SND=rcvbuf-snd-$$ RCV=rcvbuf-rcv-$$ NET=10.92
 . "$(dirname "$0")/two_namespaces.sh"
-two_namespaces rcvbuf 10.92
 # 30 Mbit/s each, with a queue deep enough (tbf latency) that the RTT grows and the receive
 # buffer's autotuning reaches its most within a second or two, as over the rig's links.
 ip netns exec "$SND" tc qdisc add dev wifi root tbf rate 30mbit burst 16kb latency 200ms
@@ -30,10 +30,9 @@ ip netns exec "$SND" sysctl -qw net.ipv4.tcp_no_metrics_save=1
 announce() { ip -n "$RCV" mptcp endpoint add 10.92.2.2 dev lte signal; }
 
 # The data connection's subflows at the receiver, one line each (iperf3's control connection is
-# MPTCP too, but carries little): the socket line and its info line pasted together.
+# MPTCP too, but carries less than a megabyte).
 data_subflows() {
-    ip netns exec "$RCV" ss -tinmH state established '( sport = :5398 )' | paste - - |
-        awk '{ if (match($0, /bytes_received:[0-9]+/) && substr($0, RSTART + 15, RLENGTH - 15) + 0 > 1000000) print }'
+    ip netns exec "$RCV" ss -tinmHO state established '( sport = :5398 )' | grep -E 'bytes_received:[0-9]{7,}'
 }
 rb_of() { grep -- "$1" | grep -o 'rb[0-9]*' | head -1 | cut -c3-; }
 # The data connection's own receive buffer (the MPTCP socket's; ss -M), the largest there.

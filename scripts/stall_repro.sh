@@ -11,8 +11,8 @@
 set -eu
 RCVBUF=${1:-1000000} CONNS=${2:-10} CC=${3:-olia} VOLUME=${4:-15M} TRIES=${5:-10}
 STALL_S=${STALL_S:-20}
+SND=stall-snd-$$ RCV=stall-rcv-$$ NET=10.91
 . "$(dirname "$0")/two_namespaces.sh"
-two_namespaces stall 10.91
 # An 802.11g-like WiFi uplink and a slower LTE one with a deep queue (tbf: a kernel without
 # sch_netem has it): the LTE subflow's data arrives late, as over the radios.
 ip netns exec "$SND" tc qdisc add dev wifi root tbf rate 20mbit burst 16kb latency 20ms
