@@ -19,15 +19,14 @@ RCVBUF_MAX=${1:-200000} WHEN=${2:-late} SECONDS_=${3:-20}
 DEFAULT=131072
 SND=rcvbuf-snd-$$ RCV=rcvbuf-rcv-$$ NET=10.92
 . "$(dirname "$0")/two_namespaces.sh"
-# 30 Mbit/s each, with a queue deep enough (tbf latency) that the RTT grows and the receive
-# buffer's autotuning reaches its most within a second or two, as over the rig's links.
+# 30 Mbit/s each, with a deep queue (tbf latency): cubic fills it, the RTT grows and with it the
+# connection's receive buffer (to 200,000 within seconds; 1 MB takes longer than the wait below).
 ip netns exec "$SND" tc qdisc add dev wifi root tbf rate 30mbit burst 16kb latency 200ms
 ip netns exec "$SND" tc qdisc add dev lte root tbf rate 30mbit burst 16kb latency 200ms
 # The sender's WiFi address as an endpoint without flags: only so that it can be set to backup.
-ip -n "$SND" mptcp endpoint add 10.92.1.1 dev wifi id 1
+ip -n "$SND" mptcp endpoint add "$NET.1.1" dev wifi id 1
 ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rmem="4096 $DEFAULT $RCVBUF_MAX"
-ip netns exec "$SND" sysctl -qw net.ipv4.tcp_no_metrics_save=1
-announce() { ip -n "$RCV" mptcp endpoint add 10.92.2.2 dev lte signal; }
+announce() { ip -n "$RCV" mptcp endpoint add "$NET.2.2" dev lte signal; }
 
 # The data connection's subflows at the receiver, one line each (iperf3's control connection is
 # MPTCP too, but carries less than a megabyte).
@@ -41,8 +40,7 @@ connection_rb() { ip netns exec "$RCV" ss -MmH | grep -o 'rb[0-9]*' | cut -c3- |
 [ "$WHEN" = early ] && announce
 ip netns exec "$RCV" mptcpize run iperf3 -s -1 -p 5398 >/dev/null 2>&1 &
 sleep 0.5
-# cubic fills the queue, so the RTT and with it the receive buffer grow fast
-ip netns exec "$SND" mptcpize run iperf3 -c 10.92.1.2 -p 5398 -t "$SECONDS_" -C cubic >/dev/null 2>&1 &
+ip netns exec "$SND" mptcpize run iperf3 -c "$NET.1.2" -p 5398 -t "$SECONDS_" -C cubic >/dev/null 2>&1 &
 client=$!
 if [ "$WHEN" = late ]; then
     waited=0  # in tenths of a second, at most 10 s
@@ -60,8 +58,8 @@ ip netns exec "$RCV" ss -tinmH state established '( sport = :5398 )'
 echo "== sender (snd_wnd: the window the receiver offers; unacked: segments in flight)"
 ip netns exec "$SND" ss -tinmH state established '( dport = :5398 )'
 subflows=$(data_subflows)
-first=$(echo "$subflows" | rb_of '10.92.1.2\]*:5398')
-joined=$(echo "$subflows" | rb_of '10.92.2.2\]*:5398')
+first=$(echo "$subflows" | rb_of "$NET.1.2]*:5398")
+joined=$(echo "$subflows" | rb_of "$NET.2.2]*:5398")
 wait "$client" 2>/dev/null || true
 echo "receive buffers at the receiver: first subflow ${first:-none}, joined subflow ${joined:-none} (tcp_rmem $DEFAULT .. $RCVBUF_MAX)"
 if [ "${joined:-}" = "$DEFAULT" ] && [ "${first:-}" != "$DEFAULT" ]; then

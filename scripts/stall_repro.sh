@@ -18,9 +18,8 @@ SND=stall-snd-$$ RCV=stall-rcv-$$ NET=10.91
 ip netns exec "$SND" tc qdisc add dev wifi root tbf rate 20mbit burst 16kb latency 20ms
 ip netns exec "$SND" tc qdisc add dev lte root tbf rate 8mbit burst 16kb latency 300ms
 # The receiver announces its LTE side; the sender joins it (the rig's paired paths).
-ip -n "$RCV" mptcp endpoint add 10.91.2.2 dev lte signal
+ip -n "$RCV" mptcp endpoint add "$NET.2.2" dev lte signal
 ip netns exec "$RCV" sysctl -qw net.ipv4.tcp_rmem="4096 $RCVBUF $RCVBUF"
-ip netns exec "$SND" sysctl -qw net.ipv4.tcp_no_metrics_save=1
 ip netns exec "$SND" modprobe "tcp_$CC" 2>/dev/null || true
 
 evidence() {
@@ -35,7 +34,7 @@ while [ "$try" -le "$TRIES" ]; do
     ip netns exec "$RCV" mptcpize run iperf3 -s -1 -p 5399 >/dev/null 2>&1 &
     server=$!
     sleep 0.5
-    ip netns exec "$SND" mptcpize run iperf3 -c 10.91.1.2 -p 5399 -P "$CONNS" -n "$VOLUME" -C "$CC" >/dev/null 2>&1 &
+    ip netns exec "$SND" mptcpize run iperf3 -c "$NET.1.2" -p 5399 -P "$CONNS" -n "$VOLUME" -C "$CC" >/dev/null 2>&1 &
     client=$!
     waited=0 last=-1 still=0
     while kill -0 "$client" 2>/dev/null; do

@@ -20,14 +20,10 @@ import statistics
 from rig.store.reader import CampaignDir
 
 
-def in_flight(run, path: str, start_s: float, end_s: float) -> list[dict]:
-    """One row per subflow of the path with at least two samples in [start_s, end_s] of the run."""
-    samples = run.series("transfer_subflows")
-    rows = sorted(samples.to_pylist(), key=lambda r: r["time"]) if samples is not None else []
-    if not rows:
-        return []
-    t0, subflows = rows[0]["time"], {}
-    for r in rows:
+def in_flight(rows: list[dict], t0: float, path: str, start_s: float, end_s: float) -> list[dict]:
+    """One row per subflow of the path with at least two samples in [start_s, end_s] after t0."""
+    subflows = {}
+    for r in sorted(rows, key=lambda r: r["time"]):
         if r["path"] == path and start_s <= r["time"] - t0 <= end_s:
             subflows.setdefault((r["pair"], r["connection"], r["local"], r["remote"]), []).append(r)
     return [{"subflow": key,
@@ -40,13 +36,13 @@ def in_flight(run, path: str, start_s: float, end_s: float) -> list[dict]:
             for key, rs in subflows.items() if len(rs) >= 2]
 
 
-def offered_windows(run, start_s: float, end_s: float) -> dict[tuple[str, str], float]:
+def offered_windows(run, t0: float, start_s: float, end_s: float) -> dict[tuple[str, str], float]:
     """(local, remote) -> the median window the receiver offered the sender's subflow in the
-    stretch, from the socket snapshots (times from the transfer's first sample, as in_flight)."""
-    snaps, series = run.series("subflows"), run.series("transfer_subflows")
-    if snaps is None or "snd_wnd" not in snaps.column_names or not (series and series.num_rows):
+    stretch, from the socket snapshots."""
+    snaps = run.series("subflows")
+    if snaps is None or "snd_wnd" not in snaps.column_names:
         return {}
-    t0, windows = min(series.column("time").to_pylist()), {}
+    windows = {}
     for r in snaps.to_pylist():
         if r["snd_wnd"] is not None and start_s <= r["time"] - t0 <= end_s:
             windows.setdefault((r["local"], r["remote"]), []).append(r["snd_wnd"])
@@ -64,8 +60,13 @@ def main() -> None:
         for run in CampaignDir(d).recorded():
             if run.params().get("homing") != "dual":
                 continue
-            windows = offered_windows(run, args.start, args.end)
-            for f in in_flight(run, args.path, args.start, args.end):
+            samples = run.series("transfer_subflows")
+            rows = samples.to_pylist() if samples is not None else []
+            if not rows:
+                continue
+            t0 = min(r["time"] for r in rows)  # the stretch counts from the transfer's first sample
+            windows = offered_windows(run, t0, args.start, args.end)
+            for f in in_flight(rows, t0, args.path, args.start, args.end):
                 pair, connection, local, remote = f["subflow"]
                 window = windows.get((local, remote))
                 print(f"{run.run_id} pair {pair} conn {connection} {local}: {args.path} "

@@ -84,7 +84,7 @@ def test_buffers_with_skmem():
     """ss-tinmH-mptcp-joined-rcvbuf.txt: `ss -tinmH state established` on the sender (its two lines
     first) and then the receiver of an emulated dual run (kernel 6.18, balia, tcp_rmem 4096 131072
     1000000), 5 s in, with the WiFi path set to backup. The LTE subflow joined after the connection's
-    receive buffer had reached tcp_rmem's most: the receiver's end of it kept the default 131072
+    receive buffer had stopped growing: the receiver's end of it kept the default 131072
     (rb), offers at most 85504 (rcv_ssthresh), and the sender sees that window (snd_wnd) and has
     that much in flight. -m puts skmem before the CC name."""
     socks = by_ends(parse_ss((DATA / "ss-tinmH-mptcp-joined-rcvbuf.txt").read_text()))
