@@ -307,7 +307,7 @@ def test_a_full_results_disk_is_one_line_and_resume_finishes_the_campaign(tmp_pa
     subprocess.run(["mount", "-t", "tmpfs", "-o", "size=256k", "tmpfs", str(disk)], check=True)
     try:
         f = tmp_path / "small.yaml"
-        f.write_text(campaign_text(12).replace("8MB", "1MB"))
+        f.write_text(campaign_text(12, volume="1MB"))
         out = disk / "results"
         full = run_rig("campaign", "run", str(f), "--out", str(out), "--prefix", rig_prefix)
         lines = [line for line in full.stderr.splitlines() if line.startswith("error:")]

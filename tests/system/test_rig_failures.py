@@ -30,7 +30,9 @@ def test_a_lost_agent_keeps_what_the_other_nodes_recorded(tmp_path, emulator, ri
     and its store holds the reachable nodes' interface samples, s2's sockets, pair 2's bytes and
     what r2's sink read until it was stopped;
     --resume sets it aside whole (attempts/) and runs it again."""
-    f = campaign_file(tmp_path, 3, pairs=2)
+    # 32 MB: pair 2 must still be sending when s1's agent is lost; the polling here and the
+    # watch's 0.5 s slice can outlast an 8 MB transfer on a loaded host.
+    f = campaign_file(tmp_path, 3, pairs=2, volume="32MB")
     proc, log = start(tmp_path, f, rig_prefix)
     try:
         sending(proc, rig_prefix, "s2")

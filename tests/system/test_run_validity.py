@@ -191,6 +191,10 @@ def _sink_started(rec) -> float:
     return rec.transfers["s1"]["_rig"]["sink"]["started_at"]
 
 
+def _source_started(rec) -> float:
+    return rec.transfers["s1"]["_rig"]["source"]["started_at"]
+
+
 def _began(rec) -> float:
     return datetime.fromisoformat(rec.started_at).timestamp()
 
@@ -213,9 +217,12 @@ def test_the_next_run_is_prepared_during_a_run_only_when_that_cannot_change_the_
     second = execute_run(ctx, small2, next_run=large1)  # another receive buffer: not prepared
     assert second.status == "ok", second.reason
     assert second.details["prepared"] and _sink_started(second) < _began(second)
+    # Prepared: its source program started during the run before; it connects at T0, not before.
+    # (Its sockets, made once released, may be ready a little after T0 on a loaded host: the rig
+    # reports that lateness, it does not promise it away.)
+    assert _source_started(second) < _began(second)
     t0 = datetime.fromisoformat(second.details["t0"]).timestamp()
-    src = second.transfers["s1"]["source"]
-    assert src["ready_at"] <= t0 <= src["started_at"]
+    assert t0 <= second.transfers["s1"]["source"]["started_at"]
     # Nothing of the LTE run (whose subflows close after its programs ended) in this WiFi one.
     assert second.pairs[0]["bytes_lte"] == 0 and second.pairs[0]["bytes_wifi"] >= 2_000_000, second.pairs[0]
     assert ctx.prepared is None
