@@ -145,7 +145,14 @@ def lag_reason(lags: dict[str, dict], crossed: set[str], limits: Limits) -> str 
     if not lagging:
         return None
     n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
-    return f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}"
+    return f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}{_idle_note(lags, crossed, limits)}"
+
+
+def _idle_note(lags: dict[str, dict], crossed: set[str], limits: Limits) -> str:
+    """An idle network late as well tells the host's lag from the traffic's: with nothing to
+    forward, only a host that held every emulator off (a paused virtual machine) makes it late."""
+    idle = sorted(n for n, s in lags.items() if n not in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms)
+    return f"; {', '.join(idle)} late too, with no traffic of the run: the host held the emulators off" if idle else ""
 
 
 def _busy_note(lag: dict) -> str:

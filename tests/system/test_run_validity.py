@@ -293,6 +293,10 @@ def test_only_runs_spoiled_by_lag_alone_count_as_lagged():
     # their lag is recorded but does not judge the run.
     assert verdict(complete, {"ap1": lags["cell"], "ap2": lags["cell"]}).status == "ok"
     assert verdict(complete, {"ap3": lags["cell"]}).lagged
+    # An idle network late too: no traffic of the run made it late, the host held every emulator off.
+    paused = verdict(complete, {"cell": lags["cell"], "ap1": {**lags["cell"], "p99_ms": 2.0}})
+    assert paused.lagged and paused.reason.endswith(
+        "0.10 core); ap1 late too, with no traffic of the run: the host held the emulators off"), paused.reason
 
 
 def test_kernel_fallbacks_after_lost_syns_or_first_packets_are_results_and_a_missing_handshake_is_not():
