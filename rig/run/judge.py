@@ -141,18 +141,16 @@ def lag_reason(lags: dict[str, dict], crossed: set[str], limits: Limits) -> str 
     run invalid, naming the worst network; None if it does not. Only the networks the run's
     packets cross can distort it: an idle one's lag (a late wake-up with nothing to forward) is
     recorded but does not judge the run."""
-    lagging = [(n, s) for n, s in lags.items() if n in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms]
+    late = {n: s for n, s in lags.items() if s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms}
+    lagging = [(n, s) for n, s in late.items() if n in crossed]
     if not lagging:
         return None
     n, s = max(lagging, key=lambda x: x[1]["p99_ms"])
-    return f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}{_idle_note(lags, crossed, limits)}"
-
-
-def _idle_note(lags: dict[str, dict], crossed: set[str], limits: Limits) -> str:
-    """An idle network late as well tells the host's lag from the traffic's: with nothing to
-    forward, only a host that held every emulator off (a paused virtual machine) makes it late."""
-    idle = sorted(n for n, s in lags.items() if n not in crossed and s["samples"] and s["p99_ms"] > limits.max_lag_p99_ms)
-    return f"; {', '.join(idle)} late too, with no traffic of the run: the host held the emulators off" if idle else ""
+    # An idle network late too tells the host's lag from the traffic's: with nothing to forward,
+    # only a host that held every emulator off (a paused virtual machine) makes it late.
+    idle = sorted(set(late) - crossed)
+    paused = f"; {', '.join(idle)} late too, with no traffic of the run: the host held the emulators off" if idle else ""
+    return f"emulator lagged: p99 {s['p99_ms']:.2f} ms on {n} > {limits.max_lag_p99_ms:g} ms{_busy_note(s)}{paused}"
 
 
 def _busy_note(lag: dict) -> str:
